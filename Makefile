@@ -1,0 +1,47 @@
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# jsii (behind aws-cdk-lib) prints a Node 20 end-of-life banner on every import.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.PHONY: help install lint format test validate-rules clean
+
+help:
+	@echo "make run             the service on 127.0.0.1:\$${PORT:-8000} over an embedded AWS emulation"
+	@echo "make test            lint, then every test"
+	@echo "make lint            ruff (lint + format check) and mypy"
+	@echo "make format          apply ruff's fixes and formatting"
+	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements.txt -r requirements-dev.txt
+	touch $@
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
+	$(BIN)/pytest
+
+RULES ?= rules.example.json
+validate-rules: install
+	PYTHONPATH=functions $(BIN)/python -m rules_cli validate $(RULES)
+
+clean:
+	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,107 @@
+"""The service settings (SPEC 2), read from the environment and validated together.
+
+The handlers call `load_settings()` at module import, so a bad value fails the
+Lambda's cold start (and the local runner's start) with the reason, before
+anything is served. The window's numbers sit beside the fold trigger on
+purpose: the two are halves of one memory and are validated as one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+from pydantic import Field, PositiveInt, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory_core.trim import TrimShape
+from memory_core.window import WindowLimits
+
+
+class InvalidSettings(ValueError):
+    """The environment does not describe a service that can run correctly."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+
+    history_window_max_tokens: PositiveInt = Field(4000, description="token budget of the window")
+    history_window_max_messages: PositiveInt = Field(25, description="hard cap on history messages")
+    history_window_floor_messages: PositiveInt = Field(
+        10, description="newest history messages always kept, even over budget"
+    )
+    history_message_max_tokens: PositiveInt = Field(
+        1000, description="a history message over this is trimmed"
+    )
+    memory_fold_min_tokens: PositiveInt = Field(
+        2000, description="unfolded history tokens that trigger a compaction"
+    )
+    turn_retention_days: PositiveInt = Field(
+        30, description="turns' TTL; at least every tenant's historyDays"
+    )
+
+    @model_validator(mode="after")
+    def _floor_within_cap(self) -> Self:
+        if self.history_window_floor_messages > self.history_window_max_messages:
+            raise ValueError(
+                f"HISTORY_WINDOW_FLOOR_MESSAGES ({self.history_window_floor_messages}) must be "
+                f"<= HISTORY_WINDOW_MAX_MESSAGES ({self.history_window_max_messages}): the cap "
+                "is hard, and a floor above it could never be kept."
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _window_covers_the_fold_gap(self) -> Self:
+        if self.history_window_max_tokens < 2 * self.memory_fold_min_tokens:
+            raise ValueError(
+                f"HISTORY_WINDOW_MAX_TOKENS ({self.history_window_max_tokens}) must be >= "
+                f"2x MEMORY_FOLD_MIN_TOKENS ({self.memory_fold_min_tokens}): the fold is "
+                "asynchronous, and below 2x a stretch of conversation ages out of the window "
+                "before the fold absorbs it, held by neither."
+            )
+        return self
+
+    @property
+    def trim_shape(self) -> TrimShape:
+        return TrimShape.for_budget(self.history_message_max_tokens)
+
+    @property
+    def window_limits(self) -> WindowLimits:
+        return WindowLimits(
+            max_tokens=self.history_window_max_tokens,
+            max_messages=self.history_window_max_messages,
+            floor_messages=self.history_window_floor_messages,
+            trim=self.trim_shape,
+        )
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings from `environ` (the process environment when None), or InvalidSettings.
+
+    With an explicit mapping the process environment is not consulted at all,
+    so tests and the synth-time check see exactly what they pass.
+    """
+    try:
+        if environ is None:
+            return Settings()
+        known = {name.upper() for name in Settings.model_fields}
+        values = {key.lower(): value for key, value in environ.items() if key.upper() in known}
+        return Settings.model_validate(values)
+    except ValidationError as error:
+        raise InvalidSettings(describe_errors(error)) from None
+
+
+_POSITIVE_INTEGER_ERRORS = {"int_type", "int_parsing", "int_from_float", "greater_than"}
+
+
+def describe_errors(error: ValidationError) -> str:
+    reasons = []
+    for detail in error.errors():
+        field = ".".join(str(part) for part in detail["loc"]).upper()
+        if detail["type"] in _POSITIVE_INTEGER_ERRORS:
+            reasons.append(f"{field}: must be a positive integer (got {detail['input']!r})")
+        elif field:
+            reasons.append(f"{field}: {detail['msg']} (got {detail['input']!r})")
+        else:
+            reasons.append(detail["msg"].removeprefix("Value error, "))
+    return "invalid service settings: " + "; ".join(reasons)

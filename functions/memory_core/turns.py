@@ -1,0 +1,57 @@
+"""A turn: one message of a conversation, in Bedrock Converse's content shape.
+
+Plain slotted dataclasses rather than pydantic models: the window touches every
+message it reads, and request validation has already happened at the edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, NamedTuple
+
+Role = Literal["user", "assistant"]
+ContentBlock = Mapping[str, Any]
+
+
+class TurnPosition(NamedTuple):
+    """Where a turn sits in its conversation: the clock is `sentAt`, the id breaks ties."""
+
+    sent_at: datetime
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    id: str
+    role: Role
+    content: Sequence[ContentBlock]
+    sent_at: datetime
+
+    @property
+    def position(self) -> TurnPosition:
+        return TurnPosition(self.sent_at, self.id)
+
+    @property
+    def returns_tool_results(self) -> bool:
+        return any("toolResult" in block for block in self.content)
+
+    @property
+    def is_question(self) -> bool:
+        """A contact's message that asks something: a `user` turn carrying text.
+
+        A `user` turn that returns tool results belongs to the exchange before it
+        (it answers that exchange's `toolUse`), even when it also carries text,
+        so that a `toolResult` is never separated from its `toolUse`.
+        """
+        if self.role != "user" or self.returns_tool_results:
+            return False
+        return any(block.get("text") for block in self.content)
+
+    def with_content(self, content: Sequence[ContentBlock]) -> Turn:
+        return Turn(self.id, self.role, content, self.sent_at)
+
+    def as_message(self) -> dict[str, Any]:
+        """The Converse message for this turn."""
+        return {"role": self.role, "content": [dict(block) for block in self.content]}

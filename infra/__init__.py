@@ -1,0 +1,1 @@
+"""The CDK app's constructs: one per concern, composed by `stack.py`."""
