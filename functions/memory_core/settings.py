@@ -8,11 +8,11 @@ purpose: the two are halves of one memory and are validated as one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Self
 
-from pydantic import Field, PositiveInt, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from memory_core.trim import TrimShape
 from memory_core.window import WindowLimits
@@ -22,8 +22,10 @@ class InvalidSettings(ValueError):
     """The environment does not describe a service that can run correctly."""
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+class Settings(BaseModel):
+    """One field per environment variable, named as the variable in lower case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     history_window_max_tokens: PositiveInt = Field(4000, description="token budget of the window")
     history_window_max_messages: PositiveInt = Field(25, description="hard cap on history messages")
@@ -41,25 +43,35 @@ class Settings(BaseSettings):
     )
 
     @model_validator(mode="after")
-    def _floor_within_cap(self) -> Self:
-        if self.history_window_floor_messages > self.history_window_max_messages:
-            raise ValueError(
-                f"HISTORY_WINDOW_FLOOR_MESSAGES ({self.history_window_floor_messages}) must be "
-                f"<= HISTORY_WINDOW_MAX_MESSAGES ({self.history_window_max_messages}): the cap "
-                "is hard, and a floor above it could never be kept."
-            )
+    def _consistent(self) -> Self:
+        problems = [
+            problem
+            for problem in (self._floor_above_cap(), self._window_below_twice_the_fold())
+            if problem
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
-    @model_validator(mode="after")
-    def _window_covers_the_fold_gap(self) -> Self:
-        if self.history_window_max_tokens < 2 * self.memory_fold_min_tokens:
-            raise ValueError(
-                f"HISTORY_WINDOW_MAX_TOKENS ({self.history_window_max_tokens}) must be >= "
-                f"2x MEMORY_FOLD_MIN_TOKENS ({self.memory_fold_min_tokens}): the fold is "
-                "asynchronous, and below 2x a stretch of conversation ages out of the window "
-                "before the fold absorbs it, held by neither."
-            )
-        return self
+    def _floor_above_cap(self) -> str | None:
+        if self.history_window_floor_messages <= self.history_window_max_messages:
+            return None
+        return (
+            f"HISTORY_WINDOW_FLOOR_MESSAGES ({self.history_window_floor_messages}) must be "
+            f"<= HISTORY_WINDOW_MAX_MESSAGES ({self.history_window_max_messages}): the cap "
+            "is hard, and a floor above it could never be kept."
+        )
+
+    def _window_below_twice_the_fold(self) -> str | None:
+        # The point of seed 000: the window and the fold are two halves of one memory.
+        if self.history_window_max_tokens >= 2 * self.memory_fold_min_tokens:
+            return None
+        return (
+            f"HISTORY_WINDOW_MAX_TOKENS ({self.history_window_max_tokens}) must be >= "
+            f"2x MEMORY_FOLD_MIN_TOKENS ({self.memory_fold_min_tokens}): the fold is "
+            "asynchronous, and below 2x a stretch of conversation ages out of the window "
+            "before the fold absorbs it, held by neither."
+        )
 
     @property
     def trim_shape(self) -> TrimShape:
@@ -78,19 +90,19 @@ class Settings(BaseSettings):
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings from `environ` (the process environment when None), or InvalidSettings.
 
-    With an explicit mapping the process environment is not consulted at all,
-    so tests and the synth-time check see exactly what they pass.
+    Only the variables named by the fields are read; with an explicit mapping
+    the process environment is not consulted at all, so tests and the
+    synth-time check see exactly what they pass.
     """
+    source = os.environ if environ is None else environ
+    values = {name: source[name.upper()] for name in FIELDS if name.upper() in source}
     try:
-        if environ is None:
-            return Settings()
-        known = {name.upper() for name in Settings.model_fields}
-        values = {key.lower(): value for key, value in environ.items() if key.upper() in known}
         return Settings.model_validate(values)
     except ValidationError as error:
         raise InvalidSettings(describe_errors(error)) from None
 
 
+FIELDS = tuple(Settings.model_fields)
 _POSITIVE_INTEGER_ERRORS = {"int_type", "int_parsing", "int_from_float", "greater_than"}
 
 

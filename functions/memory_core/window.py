@@ -91,7 +91,9 @@ def build_window(
     """
     reader = _Reader(newest_first, limits.trim)
     kept = _floor(reader, limits)
-    if kept:
+    # Extending past turns the floor had to give up would leave a hole in the
+    # history: only a floor that kept everything it read may grow.
+    if kept and len(kept) == len(reader.read):
         _extend_by_whole_exchanges(reader, kept, limits)
     return _result(reader, kept, candidate_count)
 

@@ -24,6 +24,7 @@ from pydantic import (
 TENANT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 CALLER_ARN_PATTERN = r"^arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9+=,.@_/-]+$"
 RETENTION_DAYS_CONTEXT = "turn_retention_days"
+DEFAULT_HISTORY_DAYS = 30
 
 PositiveWholeNumber = Annotated[int, Strict(), Field(gt=0)]
 TenantId = Annotated[str, Field(pattern=TENANT_ID_PATTERN)]
@@ -46,11 +47,24 @@ class RateLimit(_Strict):
 
 
 class TenantRules(_Strict):
-    history_days: PositiveWholeNumber = Field(30, alias="historyDays")
+    # validate_default: the default is checked against the retention too.
+    history_days: PositiveWholeNumber = Field(
+        DEFAULT_HISTORY_DAYS, alias="historyDays", validate_default=True
+    )
     idle_reset_hours: PositiveWholeNumber = Field(24, alias="idleResetHours")
     max_turns_per_conversation: PositiveWholeNumber = Field(25, alias="maxTurnsPerConversation")
     rate_limit: RateLimit | None = Field(None, alias="rateLimit")
     callers: list[CallerArn] = Field(default_factory=list)
+
+    @field_validator("rate_limit", mode="before")
+    @classmethod
+    def _absent_rather_than_null(cls, value: Any) -> Any:
+        # The schema (what AppConfig checks) says object: `null` is refused, not "no limit".
+        if value is None:
+            raise ValueError(
+                "must be an object with messages and perSeconds; leave it out for no limit"
+            )
+        return value
 
     @field_validator("history_days")
     @classmethod
@@ -81,6 +95,13 @@ def parse_rules(document: Any, turn_retention_days: int) -> RulesDocument:
         raise InvalidRules(describe_errors(error)) from None
 
 
+# A checked default is reported under its Python name; operators know the JSON one.
+_ALIASES = {
+    name: field.alias
+    for model in (TenantRules, RateLimit)
+    for name, field in model.model_fields.items()
+    if field.alias
+}
 _POSITIVE_INTEGER_ERRORS = {"int_type", "greater_than", "int_from_float", "int_parsing"}
 
 
@@ -96,6 +117,8 @@ def _describe(detail: Mapping[str, Any]) -> str:
         loc = loc[2:]
     if loc and loc[-1] == "[key]":
         return f"{', '.join(where)}: tenant id must match {TENANT_ID_PATTERN}"
+    if loc and detail["type"] != "extra_forbidden":
+        loc = [_ALIASES.get(part, part) for part in loc]
     if loc:
         where.append(f"field {'.'.join(loc)}")
     return f"{', '.join(where) or 'document'}: {_reason(detail)}"

@@ -1,0 +1,11 @@
+import os
+
+from hypothesis import HealthCheck, settings
+
+# Wall-clock deadlines make property tests flaky on noisy machines; speed is
+# measured by `make bench`, never asserted here.
+settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("deep", parent=settings.get_profile("default"), max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

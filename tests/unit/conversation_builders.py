@@ -1,0 +1,70 @@
+"""Small builders for conversations, shared by the domain tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memory_core.settings import load_settings
+from memory_core.turns import Role, Turn
+from memory_core.window import Window, WindowLimits, build_window
+
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+class Clock:
+    """Hands out increasing `sentAt` values and unique ids."""
+
+    def __init__(self, start: datetime = T0, step: timedelta = timedelta(minutes=1)) -> None:
+        self.now = start
+        self.step = step
+        self.count = 0
+
+    def tick(self) -> tuple[str, datetime]:
+        self.count += 1
+        self.now += self.step
+        return f"turn-{self.count:05d}", self.now
+
+
+def turn(clock: Clock, role: Role, *content: dict[str, Any]) -> Turn:
+    turn_id, sent_at = clock.tick()
+    return Turn(turn_id, role, list(content), sent_at)
+
+
+def text(body: str) -> dict[str, Any]:
+    return {"text": body}
+
+
+def tool_use(tool_use_id: str, name: str = "lookup", **tool_input: Any) -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": tool_use_id, "name": name, "input": tool_input}}
+
+
+def tool_result(tool_use_id: str, body: str) -> dict[str, Any]:
+    return {"toolResult": {"toolUseId": tool_use_id, "content": [{"text": body}]}}
+
+
+def chars(tokens: int, letter: str = "x") -> str:
+    """A text whose estimate is exactly `tokens`."""
+    return letter * (tokens * 4)
+
+
+def alternating(clock: Clock, messages: int, tokens_each: int = 10) -> list[Turn]:
+    """Question, answer, question, answer... oldest first."""
+    roles: tuple[Role, Role] = ("user", "assistant")
+    return [turn(clock, roles[i % 2], text(chars(tokens_each))) for i in range(messages)]
+
+
+def default_limits(**overrides: str) -> WindowLimits:
+    return load_settings(overrides).window_limits
+
+
+def window_of(history_oldest_first: Sequence[Turn], limits: WindowLimits | None = None) -> Window:
+    limits = limits or default_limits()
+    return build_window(
+        reversed(history_oldest_first), limits, candidate_count=len(history_oldest_first)
+    )
+
+
+def ids(turns: Iterable[Turn]) -> list[str]:
+    return [t.id for t in turns]

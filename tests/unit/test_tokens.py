@@ -1,0 +1,41 @@
+import pytest
+
+from memory_core.tokens import estimate_content_tokens, estimate_tokens, estimate_turn_tokens
+from tests.unit.conversation_builders import Clock, text, tool_result, tool_use, turn
+
+
+@pytest.mark.parametrize(
+    ("body", "tokens"),
+    [("", 0), ("a", 1), ("abcd", 1), ("abcde", 2), ("x" * 4000, 1000), ("x" * 4001, 1001)],
+)
+def test_the_estimate_is_the_ceiling_of_characters_over_four(body, tokens):
+    assert estimate_tokens(body) == tokens
+
+
+def test_the_estimate_counts_code_points_not_bytes():
+    assert estimate_tokens("é" * 4) == 1
+    assert estimate_tokens("😀" * 8) == 2
+
+
+def test_a_message_is_estimated_over_all_its_text_at_once():
+    # Two blocks of 2 characters are 4 characters: one token, not two.
+    assert estimate_content_tokens([text("ab"), text("cd")]) == 1
+
+
+def test_tool_calls_and_tool_results_count_like_text():
+    call = tool_use("t1", name="search", query="clause 7")
+    assert estimate_content_tokens([call]) == estimate_tokens('search{"query":"clause 7"}')
+    result = tool_result("t1", "y" * 40)
+    assert estimate_content_tokens([result]) == 10
+    as_json = {"toolResult": {"toolUseId": "t1", "content": [{"json": {"a": 1}}]}}
+    assert estimate_content_tokens([as_json]) == estimate_tokens('{"a":1}')
+
+
+def test_an_image_carries_no_text_and_counts_nothing():
+    image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}
+    assert estimate_content_tokens([image, text("abcd")]) == 1
+
+
+def test_a_turn_is_estimated_from_its_content():
+    clock = Clock()
+    assert estimate_turn_tokens(turn(clock, "user", text("x" * 41))) == 11
