@@ -9,3 +9,9 @@ settings.register_profile(
 )
 settings.register_profile("deep", parent=settings.get_profile("default"), max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# Powertools reads these at import; tests never send traces or metrics anywhere.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "conversation-memory-tests")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "ConversationMemoryTests")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")

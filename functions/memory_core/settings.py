@@ -41,6 +41,9 @@ class Settings(BaseModel):
     turn_retention_days: PositiveInt = Field(
         30, description="turns' TTL; at least every tenant's historyDays"
     )
+    compaction_lease_seconds: PositiveInt = Field(
+        900, description="how long a requested compaction blocks another; a lost one expires"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -87,7 +87,8 @@ def build_window(
 
     `newest_first` holds history only: the current message is never part of it.
     `candidate_count`, when the caller knows it, makes `dropped` count every
-    candidate left out; without it, `dropped` counts the candidates read.
+    candidate left out; without it (or when it is below what was read),
+    `dropped` counts the candidates read and left out.
     """
     reader = _Reader(newest_first, limits.trim)
     kept = _floor(reader, limits)
@@ -137,7 +138,7 @@ def _extend_by_whole_exchanges(reader: _Reader, kept: list[_Entry], limits: Wind
 def _result(reader: _Reader, kept: list[_Entry], candidate_count: int | None) -> Window:
     kept_count = len(kept)
     passed_over = tuple(entry.original for entry in reader.read[kept_count:])
-    total = len(reader.read) if candidate_count is None else candidate_count
+    total = max(len(reader.read), candidate_count or 0)
     return Window(
         turns=tuple(entry.turn for entry in reversed(kept)),
         dropped=total - kept_count,

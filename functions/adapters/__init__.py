@@ -1,0 +1,1 @@
+"""The adapters: one module per AWS service the domain is served through."""

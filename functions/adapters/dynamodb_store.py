@@ -1,0 +1,496 @@
+"""The conversation store on one DynamoDB table: keys, items, conditions, TTL.
+
+Single-table layout, every key prefixed by the tenant:
+
+| item | PK | SK |
+| --- | --- | --- |
+| turn | `TENANT#t#CONTACT#c` | `TURN#<sentAt>#<turnId>` |
+| message-id marker | same | `MSGID#<turnId>` |
+| conversation state | same | `TURN#~STATE` |
+
+The state's sort key sorts after every turn (`~` follows the digits), so one
+newest-first Query reads the state and the newest turns of the history range
+together: with the commit, the usual converse call is two round trips. The
+low-level client is used with hand-written (de)serialisation because content
+travels as one JSON string attribute: DynamoDB's own map encoding would turn
+numbers inside tool inputs into Decimals and cost more to decode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
+from memory_core.history_range import expires_at, is_expired
+from memory_core.turn_cap import Streak
+from memory_core.turns import Turn, TurnPosition
+
+STATE_SK = "TURN#~STATE"
+TURN_PREFIX = "TURN#"
+MARKER_PREFIX = "MSGID#"
+TTL_ATTRIBUTE = "expiresAt"
+# DynamoDB's item limit is 400 KB, attribute names included; the margin covers
+# the turn item's other attributes and keys.
+ITEM_LIMIT_BYTES = 400 * 1024
+TURN_ITEM_OVERHEAD_BYTES = 1024
+_SENT_AT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+Item = dict[str, dict[str, Any]]
+
+
+class DynamoDBClient(Protocol):
+    """The part of botocore's DynamoDB client the store uses."""
+
+    def query(self, **kwargs: Any) -> dict[str, Any]: ...
+    def get_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
+    def update_item(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationKey:
+    tenant_id: str
+    contact_id: str
+
+    @property
+    def partition(self) -> str:
+        return f"TENANT#{self.tenant_id}#CONTACT#{self.contact_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTurn:
+    """What the first recording of a message id answered (the idempotency marker)."""
+
+    position: TurnPosition
+    role: str
+    digest: str
+    turn_count: int | None
+    decision: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """What one converse commit does to the conversation state."""
+
+    expected_version: int
+    streak: Streak
+    recent_contact: tuple[datetime, ...]
+    lease_until: datetime | None
+    """Set when this commit takes the compaction lease."""
+
+
+class Duplicate(Exception):
+    """The message id was recorded before; `first` is what that recording answered."""
+
+    def __init__(self, first: RecordedTurn) -> None:
+        super().__init__(first.position.turn_id)
+        self.first = first
+
+
+class VersionConflict(Exception):
+    """Another writer committed to this conversation since it was read."""
+
+
+class MessageTooLarge(ValueError):
+    def __init__(self, size: int) -> None:
+        super().__init__(
+            f"the message is {size} bytes stored; the store's item limit is "
+            f"{ITEM_LIMIT_BYTES - TURN_ITEM_OVERHEAD_BYTES} bytes"
+        )
+        self.size = size
+
+
+def format_instant(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime(_SENT_AT_FORMAT)
+
+
+def parse_instant(text: str) -> datetime:
+    return datetime.strptime(text, _SENT_AT_FORMAT).replace(tzinfo=UTC)
+
+
+def turn_sort_key(position: TurnPosition) -> str:
+    return f"{TURN_PREFIX}{format_instant(position.sent_at)}#{position.turn_id}"
+
+
+def position_of(sort_key: str) -> TurnPosition:
+    instant, turn_id = sort_key.removeprefix(TURN_PREFIX).split("#", 1)
+    return TurnPosition(parse_instant(instant), turn_id)
+
+
+def content_digest(role: str, content: object) -> str:
+    canonical = json.dumps([role, content], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def encode_content(turn: Turn) -> str:
+    return json.dumps(list(turn.content), separators=(",", ":"), ensure_ascii=False)
+
+
+def check_item_size(encoded_content: str) -> None:
+    size = len(encoded_content.encode())
+    if size > ITEM_LIMIT_BYTES - TURN_ITEM_OVERHEAD_BYTES:
+        raise MessageTooLarge(size)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The state and a lazy, newest-first reader of the history range."""
+
+    state: ConversationState
+    newest_first: Iterator[Turn]
+
+
+class DynamoDBConversationStore:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        turn_retention_days: int,
+        clock: Any = time.time,
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._retention_days = turn_retention_days
+        self._clock = clock
+
+    # -- reads ---------------------------------------------------------------------
+
+    def snapshot(
+        self, key: ConversationKey, since: datetime, before: TurnPosition, page_size: int
+    ) -> Snapshot:
+        """The state, and the turns sent from `since` and older than `before`, newest first.
+
+        The first page comes back with the state; later pages are fetched only
+        if the reader asks for them (the window usually stops within the first).
+        """
+        pages = self._query_pages(key, since, page_size)
+        first = next(pages)
+        state = NEW_CONVERSATION
+        items = first
+        if items and items[0]["SK"]["S"] == STATE_SK:
+            state = self._live_state(items[0])
+            items = items[1:]
+        return Snapshot(state, self._turns(key, items, pages, before))
+
+    def _live_state(self, item: Mapping[str, Any]) -> ConversationState:
+        """The state, or a fresh one where its TTL passed (the version is kept for the lock)."""
+        state = _state_from(item)
+        ttl = item.get(TTL_ATTRIBUTE)
+        if ttl and is_expired(int(ttl["N"]), datetime.fromtimestamp(self._clock(), UTC)):
+            return ConversationState(version=state.version)
+        return state
+
+    def history_before(
+        self, key: ConversationKey, since: datetime, before: TurnPosition, page_size: int
+    ) -> Iterator[Turn]:
+        return self.snapshot(key, since, before, page_size).newest_first
+
+    def state(self, key: ConversationKey) -> ConversationState | None:
+        response = self._client.get_item(
+            TableName=self._table,
+            Key=_key(key.partition, STATE_SK),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return _state_from(item) if item else None
+
+    def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None:
+        response = self._client.get_item(
+            TableName=self._table,
+            Key=_key(key.partition, MARKER_PREFIX + turn_id),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return _marker_from(item) if item else None
+
+    def _query_pages(
+        self, key: ConversationKey, since: datetime, page_size: int
+    ) -> Iterator[list[Item]]:
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :oldest AND :state",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": key.partition},
+                ":oldest": {"S": TURN_PREFIX + format_instant(since)},
+                ":state": {"S": STATE_SK},
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": page_size,
+        }
+        while True:
+            response = self._client.query(**request)
+            yield response.get("Items", [])
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return
+            request["ExclusiveStartKey"] = last
+
+    def _turns(
+        self,
+        key: ConversationKey,
+        first_page: list[Item],
+        later_pages: Iterator[list[Item]],
+        before: TurnPosition,
+    ) -> Iterator[Turn]:
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        boundary = turn_sort_key(before)
+        page: list[Item] | None = first_page
+        while page is not None:
+            for item in page:
+                if item["SK"]["S"] >= boundary:
+                    continue  # recorded after the current message, or the message itself
+                if is_expired(int(item[TTL_ATTRIBUTE]["N"]), now):
+                    continue  # past its TTL; DynamoDB deletes lazily, days late
+                yield _turn_from(item)
+            page = next(later_pages, None)
+
+    # -- writes --------------------------------------------------------------------
+
+    def record_contact_turn(
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        *,
+        tokens: int,
+        change: StateChange,
+        turn_count: int,
+        decision: str,
+    ) -> None:
+        """The contact's message and the state change, as one conditional transaction.
+
+        Raises Duplicate when the message id is already recorded (nothing is
+        written) and VersionConflict when another writer got there first.
+        """
+        encoded = encode_content(turn)
+        check_item_size(encoded)
+        ttl = expires_at(turn.sent_at, self._retention_days)
+        names = {"#version": "version"}
+        values: dict[str, Any] = {
+            ":next": {"N": str(change.expected_version + 1)},
+            ":count": {"N": str(change.streak.count)},
+            ":last": {"S": format_instant(change.streak.last_contact_at or turn.sent_at)},
+            ":recent": {"L": [{"S": format_instant(t)} for t in change.recent_contact]},
+            ":tokens": {"N": str(tokens)},
+            ":one": {"N": "1"},
+            ":ttl": {"N": str(ttl)},
+        }
+        sets = [
+            "#version = :next",
+            "streakCount = :count",
+            "lastContactAt = :last",
+            "recentContact = :recent",
+            f"{TTL_ATTRIBUTE} = :ttl",
+        ]
+        if change.lease_until is not None:
+            sets.append("leaseUntil = :lease")
+            values[":lease"] = {"N": str(int(change.lease_until.timestamp()))}
+        if change.expected_version == 0:
+            condition = "attribute_not_exists(#version)"
+        else:
+            condition = "#version = :expected"
+            values[":expected"] = {"N": str(change.expected_version)}
+        state_update = {
+            "TableName": self._table,
+            "Key": _key(key.partition, STATE_SK),
+            "UpdateExpression": "SET "
+            + ", ".join(sets)
+            + " ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one",
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        self._commit(
+            key,
+            turn,
+            encoded=encoded,
+            tokens=tokens,
+            ttl=ttl,
+            state_update=state_update,
+            turn_count=turn_count,
+            decision=decision,
+        )
+
+    def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
+        """An agent's (or a person's) reply: the turn and the counters, in one transaction.
+
+        No read first: the counters move by increments, so no version is needed.
+        """
+        encoded = encode_content(turn)
+        check_item_size(encoded)
+        ttl = expires_at(turn.sent_at, self._retention_days)
+        state_update = {
+            "TableName": self._table,
+            "Key": _key(key.partition, STATE_SK),
+            "UpdateExpression": "ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one"
+            f" SET {TTL_ATTRIBUTE} = :ttl",
+            "ExpressionAttributeValues": {
+                ":tokens": {"N": str(tokens)},
+                ":one": {"N": "1"},
+                ":ttl": {"N": str(ttl)},
+            },
+        }
+        self._commit(
+            key,
+            turn,
+            encoded=encoded,
+            tokens=tokens,
+            ttl=ttl,
+            state_update=state_update,
+            turn_count=None,
+            decision=None,
+        )
+
+    def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
+        """Give back a lease this call took, when its compaction request could not be sent."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_key(key.partition, STATE_SK),
+                UpdateExpression="REMOVE leaseUntil",
+                ConditionExpression="leaseUntil = :mine",
+                ExpressionAttributeValues={":mine": {"N": str(int(lease_until.timestamp()))}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def _commit(
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        *,
+        encoded: str,
+        tokens: int,
+        ttl: int,
+        state_update: dict[str, Any],
+        turn_count: int | None,
+        decision: str | None,
+    ) -> None:
+        sort_key = turn_sort_key(turn.position)
+        turn_item: Item = {
+            **_key(key.partition, sort_key),
+            "turnId": {"S": turn.id},
+            "role": {"S": turn.role},
+            "sentAt": {"S": format_instant(turn.sent_at)},
+            "content": {"S": encoded},
+            "tokens": {"N": str(tokens)},
+            TTL_ATTRIBUTE: {"N": str(ttl)},
+        }
+        marker: Item = {
+            **_key(key.partition, MARKER_PREFIX + turn.id),
+            "turnSk": {"S": sort_key},
+            "role": {"S": turn.role},
+            "digest": {"S": content_digest(turn.role, list(turn.content))},
+            TTL_ATTRIBUTE: {"N": str(ttl)},
+        }
+        if turn_count is not None:
+            marker["turnCount"] = {"N": str(turn_count)}
+        if decision is not None:
+            marker["decision"] = {"S": decision}
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {"Put": {**_put(self._table, marker), "ConditionExpression": _ABSENT}},
+                    {"Put": {**_put(self._table, turn_item), "ConditionExpression": _ABSENT}},
+                    {"Update": state_update},
+                ]
+            )
+        except ClientError as error:
+            self._explain_cancellation(key, turn, error)
+            raise
+
+    def _explain_cancellation(self, key: ConversationKey, turn: Turn, error: ClientError) -> None:
+        if error.response["Error"]["Code"] != "TransactionCanceledException":
+            return
+        codes = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
+        marker_code = codes[0] if codes else None
+        if marker_code == "ConditionalCheckFailed":
+            first = self.recorded(key, turn.id)
+            if first is not None:
+                raise Duplicate(first) from None
+        if "ConditionalCheckFailed" in codes or "TransactionConflict" in codes:
+            raise VersionConflict() from None
+
+
+_ABSENT = "attribute_not_exists(SK)"
+
+
+def _key(partition: str, sort_key: str) -> Item:
+    return {"PK": {"S": partition}, "SK": {"S": sort_key}}
+
+
+def _put(table: str, item: Item) -> dict[str, Any]:
+    return {"TableName": table, "Item": item}
+
+
+def _turn_from(item: Mapping[str, Any]) -> Turn:
+    return Turn(
+        id=item["turnId"]["S"],
+        role=item["role"]["S"],
+        content=json.loads(item["content"]["S"]),
+        sent_at=parse_instant(item["sentAt"]["S"]),
+    )
+
+
+def _number(item: Mapping[str, Any], name: str, default: int = 0) -> int:
+    value = item.get(name)
+    return int(value["N"]) if value else default
+
+
+def _instant(item: Mapping[str, Any], name: str) -> datetime | None:
+    value = item.get(name)
+    return parse_instant(value["S"]) if value else None
+
+
+def _state_from(item: Mapping[str, Any]) -> ConversationState:
+    lease = item.get("leaseUntil")
+    recent = item.get("recentContact", {}).get("L", [])
+    return ConversationState(
+        version=_number(item, "version"),
+        streak=Streak(_number(item, "streakCount"), _instant(item, "lastContactAt")),
+        recent_contact=tuple(parse_instant(value["S"]) for value in recent),
+        unfolded_tokens=max(0, _number(item, "unfoldedTokens")),
+        unfolded_turns=max(0, _number(item, "unfoldedTurns")),
+        lease_until=datetime.fromtimestamp(int(lease["N"]), UTC) if lease else None,
+        fold=_fold_from(item),
+        turns_recorded=_number(item, "turnsRecorded"),
+    )
+
+
+def _fold_from(item: Mapping[str, Any]) -> Fold | None:
+    if "foldSummary" not in item:
+        return None
+    covers_from = _instant(item, "foldCoversFrom")
+    covers_until = _instant(item, "foldCoversUntil")
+    # The compactor writes the covered range with the summary, always.
+    assert covers_from is not None
+    assert covers_until is not None
+    return Fold(
+        summary=item["foldSummary"]["S"],
+        watermark=position_of(item["foldWatermark"]["S"]),
+        version=_number(item, "foldVersion"),
+        covers_from=covers_from,
+        covers_until=covers_until,
+        turns_folded=_number(item, "turnsFolded"),
+    )
+
+
+def _marker_from(item: Mapping[str, Any]) -> RecordedTurn:
+    count = item.get("turnCount")
+    decision = item.get("decision")
+    return RecordedTurn(
+        position=position_of(item["turnSk"]["S"]),
+        role=item["role"]["S"],
+        digest=item["digest"]["S"],
+        turn_count=int(count["N"]) if count else None,
+        decision=decision["S"] if decision else None,
+    )

@@ -1,0 +1,1 @@
+"""The converse-history Lambda: record, cap, window, attach the fold, trigger compaction."""

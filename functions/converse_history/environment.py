@@ -1,0 +1,58 @@
+"""Where the Lambda finds its resources: table, queue, rules source, caller identity.
+
+Validated at import beside the service settings, so a missing table name or an
+AppConfig source without its names fails the cold start, not the first call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+
+from memory_core.settings import InvalidSettings
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table_name: str = Field(min_length=3, max_length=255)
+    compaction_queue_url: str = Field(min_length=1)
+    rules_source: Literal["file", "appconfig"] = "file"
+    rules_file: Path = Path("rules.example.json")
+    appconfig_application: str | None = None
+    appconfig_environment: str | None = None
+    appconfig_profile: str | None = None
+    rules_max_age_seconds: PositiveInt = 45
+    caller_identity: Literal["required", "optional"] = "required"
+    """`optional` only for the local runner: through API Gateway the caller is always known."""
+
+    @model_validator(mode="after")
+    def _appconfig_named(self) -> Self:
+        if self.rules_source == "appconfig":
+            missing = [
+                name.upper()
+                for name in ("appconfig_application", "appconfig_environment", "appconfig_profile")
+                if not getattr(self, name)
+            ]
+            if missing:
+                raise ValueError(f"RULES_SOURCE=appconfig needs {', '.join(missing)}")
+        return self
+
+
+def load_environment(environ: Mapping[str, str] | None = None) -> Environment:
+    source = os.environ if environ is None else environ
+    names = Environment.model_fields
+    values = {name: source[name.upper()] for name in names if name.upper() in source}
+    try:
+        return Environment.model_validate(values)
+    except ValidationError as error:
+        reasons = [
+            f"{'.'.join(str(p) for p in e['loc']).upper() or 'environment'}: "
+            + str(e["msg"]).removeprefix("Value error, ")
+            for e in error.errors()
+        ]
+        raise InvalidSettings("invalid environment: " + "; ".join(reasons)) from None

@@ -1,0 +1,246 @@
+"""The converse-history Lambda's entry point: API Gateway routes and direct invocation.
+
+Thin by design: parse and validate, call the service, shape the answer. The
+settings and the environment are validated at import, so a bad window or a
+missing table fails the cold start with the reason instead of serving.
+"""
+
+# No `from __future__ import annotations` here: Powertools reads the route
+# functions' annotations at runtime to validate requests and build the OpenAPI.
+import json
+import re
+from typing import Annotated, Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+
+from adapters.compaction_queue import CompactionQueue
+from adapters.dynamodb_store import DynamoDBConversationStore
+from adapters.rules_source import AppConfigRulesSource, FileRulesSource, RulesSource
+from converse_history.api_models import (
+    CONTACT_ID_PATTERN,
+    ConverseRequest,
+    ConverseResponse,
+    ErrorResponse,
+    HealthResponse,
+    MemoryResponse,
+    MessageBody,
+    RecordTurnRequest,
+    RecordTurnResponse,
+)
+from converse_history.environment import Environment, load_environment
+from converse_history.errors import ApiError, invalid, not_found
+from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.telemetry import PowertoolsTelemetry
+from memory_core.rules import TENANT_ID_PATTERN
+from memory_core.settings import Settings, load_settings
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+SETTINGS = load_settings()
+ENVIRONMENT = load_environment()
+TELEMETRY = PowertoolsTelemetry(logger, metrics)
+
+BASE = "/v1/tenants/<tenant_id>/contacts/<contact_id>"
+TenantId = Annotated[
+    str, Path(pattern=TENANT_ID_PATTERN, description="the tenant, as in the rules")
+]
+ContactId = Annotated[str, Path(pattern=CONTACT_ID_PATTERN, description="the contact")]
+ERRORS: dict[int, Any] = {
+    status: {
+        "description": description,
+        "content": {"application/json": {"model": ErrorResponse}},
+    }
+    for status, description in {
+        400: "invalid request; the message names the field",
+        403: "the caller may not act for this tenant",
+        404: "unknown tenant, or nothing recorded",
+        409: "the message id was recorded before with other content",
+        413: "the message is over the store's item limit; nothing written",
+        422: "sentAt more than 5 minutes in the future",
+        429: "rate_limited: over the tenant's rate limit; not recorded",
+    }.items()
+}
+
+
+def _rules_source(environment: Environment, settings: Settings) -> RulesSource:
+    if environment.rules_source == "appconfig":
+        # The environment's validator guarantees all three names for this source.
+        assert environment.appconfig_application
+        assert environment.appconfig_environment
+        assert environment.appconfig_profile
+        source = AppConfigRulesSource(
+            application=environment.appconfig_application,
+            environment=environment.appconfig_environment,
+            profile=environment.appconfig_profile,
+            turn_retention_days=settings.turn_retention_days,
+            on_rejected=TELEMETRY.rules_rejected,
+            max_age_seconds=environment.rules_max_age_seconds,
+        )
+        source.current()  # unusable rules fail the cold start, not the first request
+        return source
+    return FileRulesSource(
+        environment.rules_file, settings.turn_retention_days, on_rejected=TELEMETRY.rules_rejected
+    )
+
+
+RULES = _rules_source(ENVIRONMENT, SETTINGS)
+SERVICE = ConverseService(
+    store=DynamoDBConversationStore(
+        boto3.client("dynamodb"), ENVIRONMENT.table_name, SETTINGS.turn_retention_days
+    ),
+    queue=CompactionQueue(boto3.client("sqs"), ENVIRONMENT.compaction_queue_url),
+    rules=RULES,
+    settings=SETTINGS,
+    telemetry=TELEMETRY,
+)
+
+app = APIGatewayRestResolver(enable_validation=True)
+
+
+def _caller() -> Caller:
+    identity = app.current_event.request_context.identity
+    return Caller(
+        arn=identity.user_arn, identity_required=ENVIRONMENT.caller_identity == "required"
+    )
+
+
+def _incoming(body: MessageBody, role: str) -> Incoming:
+    return Incoming(id=body.id, role=role, content=body.blocks(), sent_at=body.sent_at)  # type: ignore[arg-type]
+
+
+@app.post(
+    f"{BASE}/converse", responses=ERRORS, summary="record the contact's message, get the history"
+)
+@tracer.capture_method
+def converse(tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest) -> ConverseResponse:
+    result = SERVICE.converse(tenant_id, contact_id, _incoming(body.message, "user"), _caller())
+    return ConverseResponse.model_validate(result)
+
+
+@app.post(f"{BASE}/turns", responses=ERRORS, status_code=201, summary="record a reply")
+@tracer.capture_method
+def record_turn(
+    tenant_id: TenantId, contact_id: ContactId, body: RecordTurnRequest
+) -> RecordTurnResponse:
+    result = SERVICE.record(tenant_id, contact_id, _incoming(body, body.role), _caller())
+    return RecordTurnResponse.model_validate(result)
+
+
+@app.get(f"{BASE}/memory", responses=ERRORS, summary="the fold and the counters")
+@tracer.capture_method
+def read_memory(tenant_id: TenantId, contact_id: ContactId) -> MemoryResponse:
+    result = SERVICE.memory(tenant_id, contact_id, _caller())
+    if result is None:
+        raise not_found(f"nothing recorded for contact {contact_id!r}")
+    return MemoryResponse.model_validate(result)
+
+
+@app.get("/health", summary="liveness")
+def health() -> HealthResponse:
+    return HealthResponse(status="ok")
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi() -> Response[str]:
+    return Response(200, content_types.APPLICATION_JSON, OPENAPI_DOCUMENT)
+
+
+@app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
+def _refused(error: ApiError) -> Response[str]:
+    return _error_response(error)
+
+
+@app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+def _invalid(error: RequestValidationError) -> Response[str]:
+    return _error_response(_first_invalid_field(error.errors()))
+
+
+def _error_response(error: ApiError) -> Response[str]:
+    return Response(error.status, content_types.APPLICATION_JSON, json.dumps(error.body()))
+
+
+def _first_invalid_field(errors: Any) -> ApiError:
+    details = list(errors)
+    if not details:
+        return invalid("body", "invalid request")
+    first = details[0]
+    loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "path", "query")]
+    loc = [_PATH_NAMES.get(part, part) for part in loc]
+    field = ".".join(loc) or "body"
+    reasons = "; ".join(_reason(d) for d in details[1:4])
+    message = _message(first) + (f" (also: {reasons})" if reasons else "")
+    return invalid(field, message)
+
+
+def _message(detail: Any) -> str:
+    return str(detail.get("msg", "invalid")).removeprefix("Value error, ")
+
+
+_PATH_NAMES = {"tenant_id": "tenantId", "contact_id": "contactId"}
+
+
+def _reason(detail: Any) -> str:
+    where = ".".join(str(p) for p in detail.get("loc", ()) if p not in ("body", "path"))
+    return f"{where}: {_message(detail)}" if where else _message(detail)
+
+
+OPENAPI_DOCUMENT = app.get_openapi_json_schema(
+    title="Conversation memory",
+    version="1.0.0",
+    description="Record a conversation's turns and get a bounded, Converse-ready history.",
+)
+
+
+# -- direct invocation (Step Functions) ----------------------------------------------
+
+
+def _direct(event: dict[str, Any]) -> dict[str, Any]:
+    action = event.get("action")
+    try:
+        tenant_id, contact_id = _direct_ids(event)
+        caller = Caller(arn=None, identity_required=False)
+        if action == "converse":
+            request = ConverseRequest.model_validate({"message": event.get("message")})
+            return SERVICE.converse(
+                tenant_id, contact_id, _incoming(request.message, "user"), caller
+            )
+        if action == "record":
+            fields = {k: v for k, v in event.items() if k not in _DIRECT_KEYS}
+            body = RecordTurnRequest.model_validate(fields)
+            return SERVICE.record(tenant_id, contact_id, _incoming(body, body.role), caller)
+        raise invalid("action", "must be 'converse' or 'record'")
+    except ValidationError as error:
+        api_error = _first_invalid_field(error.errors())
+        return {**api_error.body(), "statusCode": api_error.status}
+    except ApiError as error:
+        return {**error.body(), "statusCode": error.status}
+
+
+_DIRECT_KEYS = {"action", "tenantId", "contactId"}
+
+
+def _direct_ids(event: dict[str, Any]) -> tuple[str, str]:
+    tenant_id, contact_id = event.get("tenantId"), event.get("contactId")
+    if not isinstance(tenant_id, str) or not re.fullmatch(TENANT_ID_PATTERN, tenant_id):
+        raise invalid("tenantId", f"must match {TENANT_ID_PATTERN}")
+    if not isinstance(contact_id, str) or not re.fullmatch(CONTACT_ID_PATTERN, contact_id):
+        raise invalid("contactId", f"must match {CONTACT_ID_PATTERN}")
+    return tenant_id, contact_id
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if "action" in event:
+        return _direct(event)
+    return app.resolve(event, context)

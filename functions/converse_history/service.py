@@ -1,0 +1,334 @@
+"""The converse call, step by step (SPEC 5), over the store and the queue.
+
+The steps read like the spec: validate and resolve the rules, record the
+message with the state change in one transaction, apply the turn cap, bound
+the history, attach the fold, check coverage, trigger compaction. The usual
+path is one read (state + newest turns) and one write (the transaction).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from adapters.compaction_queue import CompactionQueue
+from adapters.dynamodb_store import (
+    ConversationKey,
+    Duplicate,
+    DynamoDBConversationStore,
+    MessageTooLarge,
+    RecordedTurn,
+    StateChange,
+    VersionConflict,
+    check_item_size,
+    content_digest,
+    encode_content,
+    format_instant,
+)
+from adapters.rules_source import RulesSource
+from converse_history.errors import ApiError, forbidden, unknown_tenant
+from memory_core.compaction_trigger import compaction_due
+from memory_core.conversation import ConversationState, Fold
+from memory_core.converse_shape import converse_fragment
+from memory_core.coverage import held_by_neither
+from memory_core.history_range import history_cutoff
+from memory_core.rate_limit import exceeds_rate, remember
+from memory_core.rules import TenantRules
+from memory_core.settings import Settings
+from memory_core.tenancy import caller_may_act_for
+from memory_core.tokens import estimate_turn_tokens
+from memory_core.turn_cap import exceeds_cap, next_streak
+from memory_core.turns import Role, Turn
+from memory_core.window import Window, build_window
+
+FUTURE_TOLERANCE = timedelta(minutes=5)
+COMMIT_ATTEMPTS = 40
+BACKOFF_BASE_SECONDS = 0.01
+BACKOFF_CAP_SECONDS = 0.25
+
+
+class Telemetry(Protocol):
+    def window_built(self, window: Window) -> None: ...
+    def window_bounded(self, window: Window) -> None: ...
+    def coverage_gap(self, missing: list[Turn]) -> None: ...
+    def escalated(self, turn_count: int) -> None: ...
+    def compaction_enqueued(self) -> None: ...
+    def compaction_request_failed(self, error: Exception) -> None: ...
+    def commit_retried(self, attempt: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: an IAM principal through API Gateway, or nobody known."""
+
+    arn: str | None
+    identity_required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    id: str | None
+    role: Role
+    content: list[dict[str, Any]]
+    sent_at: datetime | None
+
+
+class ConverseService:
+    def __init__(
+        self,
+        *,
+        store: DynamoDBConversationStore,
+        queue: CompactionQueue,
+        rules: RulesSource,
+        settings: Settings,
+        telemetry: Telemetry,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._rules = rules
+        self._settings = settings
+        self._telemetry = telemetry
+        self._clock = clock
+        self._sleep = sleep
+
+    # -- routes --------------------------------------------------------------------
+
+    def converse(
+        self, tenant_id: str, contact_id: str, message: Incoming, caller: Caller
+    ) -> dict[str, Any]:
+        tenant = self._tenant(tenant_id, caller)
+        key = ConversationKey(tenant_id, contact_id)
+        turn = self._turn(message)
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return self._converse_once(key, tenant, turn)
+            except VersionConflict:
+                self._telemetry.commit_retried(attempt)
+                self._back_off(attempt)
+            except Duplicate as duplicate:
+                return self._replay(key, tenant, turn, duplicate.first)
+        raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
+
+    def record(
+        self, tenant_id: str, contact_id: str, message: Incoming, caller: Caller
+    ) -> dict[str, Any]:
+        self._tenant(tenant_id, caller)
+        key = ConversationKey(tenant_id, contact_id)
+        turn = self._turn(message)
+        try:
+            self._store.record_reply(key, turn, estimate_turn_tokens(turn))
+        except Duplicate as duplicate:
+            self._same_message(turn, duplicate.first)
+            turn = Turn(turn.id, turn.role, turn.content, duplicate.first.position.sent_at)
+        return {"turn": turn_view(turn)}
+
+    def memory(self, tenant_id: str, contact_id: str, caller: Caller) -> dict[str, Any] | None:
+        tenant = self._tenant(tenant_id, caller)
+        state = self._store.state(ConversationKey(tenant_id, contact_id))
+        if state is None:
+            return None
+        now = self._now()
+        fold = _fold_in_range(state.fold, history_cutoff(now, tenant.history_days))
+        return {
+            "memory": memory_view(fold),
+            "counters": {
+                "turnCount": state.streak.count,
+                "unfoldedTokens": state.unfolded_tokens,
+                "unfoldedTurns": state.unfolded_turns,
+                "turnsRecorded": state.turns_recorded,
+                "compactionInFlight": state.lease_until is not None and state.lease_until > now,
+            },
+        }
+
+    # -- the converse steps --------------------------------------------------------
+
+    @property
+    def _page_size(self) -> int:
+        # The state, then the cap and one more turn: all the window can read.
+        return self._settings.history_window_max_messages + 2
+
+    def _converse_once(
+        self, key: ConversationKey, tenant: TenantRules, turn: Turn
+    ) -> dict[str, Any]:
+        since = history_cutoff(turn.sent_at, tenant.history_days)
+        snapshot = self._store.snapshot(key, since, turn.position, self._page_size)
+        state = snapshot.state
+        if exceeds_rate(state.recent_contact, turn.sent_at, tenant.rate_limit):
+            first = self._store.recorded(key, turn.id)
+            if first is not None:
+                raise Duplicate(first)
+            raise ApiError(429, "rate_limited", "too many messages from this contact; not recorded")
+
+        streak = next_streak(state.streak, turn.sent_at, tenant.idle_reset_hours)
+        escalate = exceeds_cap(streak, tenant.max_turns_per_conversation)
+        tokens = estimate_turn_tokens(turn)
+        lease = self._lease_if_due(state, tokens)
+        self._store.record_contact_turn(
+            key,
+            turn,
+            tokens=tokens,
+            change=StateChange(
+                expected_version=state.version,
+                streak=streak,
+                recent_contact=remember(state.recent_contact, turn.sent_at, tenant.rate_limit),
+                lease_until=lease,
+            ),
+            turn_count=streak.count,
+            decision="escalate" if escalate else "model",
+        )
+        if lease is not None:
+            self._request_compaction(key, lease)
+        if escalate:
+            self._telemetry.escalated(streak.count)
+            return escalation(streak.count, turn)
+        return self._answer(streak.count, turn, snapshot.newest_first, state, since)
+
+    def _answer(
+        self,
+        turn_count: int,
+        turn: Turn,
+        newest_first: Iterator[Turn],
+        state: ConversationState,
+        since: datetime,
+    ) -> dict[str, Any]:
+        window = build_window(
+            newest_first, self._settings.window_limits, candidate_count=state.turns_recorded
+        )
+        self._telemetry.window_built(window)
+        if window.dropped:
+            self._telemetry.window_bounded(window)
+        watermark = state.fold.watermark if state.fold else None
+        missing = held_by_neither(window.passed_over, window.oldest_position, watermark)
+        if missing:
+            self._telemetry.coverage_gap(missing)
+        fold = _fold_in_range(state.fold, since)
+        return {
+            "decision": "model",
+            "reason": None,
+            "turnCount": turn_count,
+            "history": [t.as_message() for t in window.turns],
+            "current": turn.as_message(),
+            "memory": memory_view(fold),
+            "window": {
+                "kept": window.kept,
+                "dropped": window.dropped,
+                "trimmed": window.trimmed,
+                "estimatedTokens": window.estimated_tokens,
+            },
+            "converse": converse_fragment(window.turns, turn, fold.summary if fold else None),
+        }
+
+    def _replay(
+        self, key: ConversationKey, tenant: TenantRules, turn: Turn, first: RecordedTurn
+    ) -> dict[str, Any]:
+        """A message id seen before: what the first call answered, nothing written."""
+        self._same_message(turn, first)
+        original = Turn(turn.id, turn.role, turn.content, first.position.sent_at)
+        count = first.turn_count or 0
+        if first.decision == "escalate":
+            return escalation(count, original)
+        since = history_cutoff(original.sent_at, tenant.history_days)
+        snapshot = self._store.snapshot(key, since, first.position, self._page_size)
+        return self._answer(count, original, snapshot.newest_first, snapshot.state, since)
+
+    def _lease_if_due(self, state: ConversationState, tokens: int) -> datetime | None:
+        now = self._now()
+        after = ConversationState(
+            unfolded_tokens=state.unfolded_tokens + tokens,
+            unfolded_turns=state.unfolded_turns + 1,
+            lease_until=state.lease_until,
+        )
+        if not compaction_due(after, self._settings, now):
+            return None
+        return now + timedelta(seconds=self._settings.compaction_lease_seconds)
+
+    def _request_compaction(self, key: ConversationKey, lease: datetime) -> None:
+        try:
+            self._queue.request_compaction(key, self._now())
+        except Exception as error:
+            self._telemetry.compaction_request_failed(error)
+            # Give the lease back so that the next turn asks again.
+            self._store.release_lease(key, lease)
+            return
+        self._telemetry.compaction_enqueued()
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _tenant(self, tenant_id: str, caller: Caller) -> TenantRules:
+        tenant = self._rules.current().for_tenant(tenant_id)
+        if tenant is None:
+            raise unknown_tenant(tenant_id)
+        if not caller_may_act_for(tenant, caller.arn, identity_required=caller.identity_required):
+            raise forbidden(tenant_id)
+        return tenant
+
+    def _turn(self, message: Incoming) -> Turn:
+        now = self._now()
+        sent_at = (message.sent_at or now).astimezone(UTC)
+        if sent_at > now + FUTURE_TOLERANCE:
+            raise ApiError(
+                422,
+                "sent_at_in_future",
+                f"message.sentAt: {format_instant(sent_at)} is more than 5 minutes ahead "
+                f"of the service's clock ({format_instant(now)})",
+            )
+        turn = Turn(message.id or uuid.uuid4().hex, message.role, message.content, sent_at)
+        try:
+            check_item_size(encode_content(turn))
+        except MessageTooLarge as error:
+            raise ApiError(413, "message_too_large", str(error)) from None
+        return turn
+
+    def _same_message(self, turn: Turn, first: RecordedTurn) -> None:
+        if first.digest != content_digest(turn.role, list(turn.content)):
+            raise ApiError(
+                409,
+                "id_reused",
+                f"message id {turn.id!r} was recorded before with other content",
+            )
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)
+
+    def _back_off(self, attempt: int) -> None:
+        # Full jitter: parallel writers to one conversation spread out instead of colliding again.
+        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** min(attempt, 8))
+        self._sleep(random.uniform(0, ceiling))
+
+
+def escalation(turn_count: int, turn: Turn) -> dict[str, Any]:
+    return {
+        "decision": "escalate",
+        "reason": "turn_cap",
+        "turnCount": turn_count,
+        "current": turn.as_message(),
+    }
+
+
+def _fold_in_range(fold: Fold | None, since: datetime) -> Fold | None:
+    """A fold whose newest turn is older than the history range is not served."""
+    if fold is None or fold.covers_until < since:
+        return None
+    return fold
+
+
+def memory_view(fold: Fold | None) -> dict[str, Any] | None:
+    if fold is None:
+        return None
+    return {
+        "summary": fold.summary,
+        "coversFrom": format_instant(fold.covers_from),
+        "coversUntil": format_instant(fold.covers_until),
+        "turnsFolded": fold.turns_folded,
+    }
+
+
+def turn_view(turn: Turn) -> dict[str, Any]:
+    return {**turn.as_message(), "id": turn.id, "sentAt": format_instant(turn.sent_at)}

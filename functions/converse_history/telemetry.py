@@ -1,0 +1,66 @@
+"""Logs and metrics of the converse call, through Powertools.
+
+Message bodies are never logged at INFO: turns are counted, measured and
+named by id, and their text stays out of the logs.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from adapters.dynamodb_store import format_instant
+from memory_core.turns import Turn
+from memory_core.window import Window
+
+
+class PowertoolsTelemetry:
+    def __init__(self, logger: Logger, metrics: Metrics) -> None:
+        self._logger = logger
+        self._metrics = metrics
+
+    def window_bounded(self, window: Window) -> None:
+        self._logger.info(
+            "converse_history_window_bounded",
+            extra={
+                "dropped": window.dropped,
+                "kept": window.kept,
+                "estimatedTokens": window.estimated_tokens,
+            },
+        )
+
+    def window_built(self, window: Window) -> None:
+        self._metrics.add_metric("HistoryMessagesKept", MetricUnit.Count, window.kept)
+        self._metrics.add_metric("HistoryMessagesDropped", MetricUnit.Count, window.dropped)
+        self._metrics.add_metric("HistoryMessagesTrimmed", MetricUnit.Count, window.trimmed)
+        self._metrics.add_metric("WindowTokens", MetricUnit.Count, window.estimated_tokens)
+
+    def coverage_gap(self, missing: list[Turn]) -> None:
+        self._logger.warning(
+            "converse_history_coverage_gap",
+            extra={
+                "missingTurns": len(missing),
+                "oldestMissing": format_instant(min(t.sent_at for t in missing)),
+                "newestMissing": format_instant(max(t.sent_at for t in missing)),
+            },
+        )
+        self._metrics.add_metric("CoverageGaps", MetricUnit.Count, 1)
+
+    def escalated(self, turn_count: int) -> None:
+        self._logger.info("converse_escalated", extra={"turnCount": turn_count})
+        self._metrics.add_metric("Escalations", MetricUnit.Count, 1)
+
+    def compaction_enqueued(self) -> None:
+        self._metrics.add_metric("CompactionsEnqueued", MetricUnit.Count, 1)
+
+    def compaction_request_failed(self, error: Exception) -> None:
+        self._logger.error("compaction_request_failed", extra={"error": type(error).__name__})
+        self._metrics.add_metric("CompactionRequestsFailed", MetricUnit.Count, 1)
+
+    def commit_retried(self, attempt: int) -> None:
+        self._logger.debug("converse_commit_retried", extra={"attempt": attempt})
+        self._metrics.add_metric("CommitRetries", MetricUnit.Count, 1)
+
+    def rules_rejected(self, reason: str) -> None:
+        self._logger.error("rules_rejected", extra={"reason": reason})
+        self._metrics.add_metric("RulesRejected", MetricUnit.Count, 1)

@@ -1,0 +1,1 @@
+"""The local runner: the Lambdas' own handlers served over HTTP on an embedded moto."""

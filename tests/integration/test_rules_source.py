@@ -1,0 +1,467 @@
+"""SPEC 3 "Reload": the rules file (SIGHUP) and AppConfig (Powertools cache age) sources.
+
+Bad rules at start fail the start; a bad reload keeps the last good rules and
+hands the reason, naming tenant and field, to `on_rejected`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import boto3  # type: ignore[import-untyped, unused-ignore]
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters.constants import DEFAULT_PROVIDERS
+from botocore.stub import Stubber  # type: ignore[import-untyped, unused-ignore]
+from moto import mock_aws
+from moto.backend_index import backend_url_patterns
+
+from adapters.rules_source import AppConfigRulesSource, FileRulesSource, RulesUnavailable
+from memory_core.rules import InvalidRules, RulesDocument
+
+RETENTION = 30
+APP, ENV, PROFILE = "memory", "prod", "tenant-rules"
+
+
+def _rules(history_days: int, tenant: str = "acme") -> dict[str, Any]:
+    return {"tenants": {tenant: {"historyDays": history_days}}}
+
+
+def _history_days(rules: RulesDocument, tenant: str = "acme") -> int:
+    tenant_rules = rules.for_tenant(tenant)
+    assert tenant_rules is not None
+    return tenant_rules.history_days
+
+
+BAD_HISTORY_DAYS = _rules(0)
+ABOVE_RETENTION = _rules(RETENTION + 1)
+UNKNOWN_FIELD = {"tenants": {"acme": {"historyDayz": 7}}}
+
+
+@pytest.fixture
+def rejections() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def rules_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(_rules(14)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def file_source(rules_file: Path, rejections: list[str]) -> FileRulesSource:
+    return FileRulesSource(rules_file, RETENTION, rejections.append)
+
+
+def _write(path: Path, document: Any) -> None:
+    path.write_text(document if isinstance(document, str) else json.dumps(document), "utf-8")
+
+
+# --- the rules file -------------------------------------------------------------------
+
+
+def test_a_good_file_is_served(file_source):
+    assert _history_days(file_source.current()) == 14
+
+
+def test_a_missing_file_fails_the_start_naming_the_file(tmp_path, rejections):
+    missing = tmp_path / "absent.json"
+    with pytest.raises(InvalidRules, match="No such file") as refused:
+        FileRulesSource(missing, RETENTION, rejections.append)
+    assert str(missing) in str(refused.value)
+    assert rejections == []  # a failed start is the caller's exception, not a reload
+
+
+def test_a_file_that_is_not_json_fails_the_start(rules_file, rejections):
+    _write(rules_file, '{"tenants": {')
+    with pytest.raises(InvalidRules, match="is not JSON") as refused:
+        FileRulesSource(rules_file, RETENTION, rejections.append)
+    assert str(rules_file) in str(refused.value)
+
+
+def test_a_file_that_is_not_utf8_fails_the_start(rules_file, rejections):
+    rules_file.write_bytes(b'{"tenants": {"\xff": {}}}')
+    with pytest.raises(InvalidRules, match="not UTF-8") as refused:
+        FileRulesSource(rules_file, RETENTION, rejections.append)
+    assert str(rules_file) in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        (BAD_HISTORY_DAYS, "field historyDays: must be a positive integer"),
+        (ABOVE_RETENTION, "field historyDays: must be <= TURN_RETENTION_DAYS (30)"),
+        (UNKNOWN_FIELD, "field historyDayz: unknown field"),
+    ],
+)
+def test_invalid_rules_fail_the_start_naming_file_tenant_and_field(
+    rules_file, rejections, document, field
+):
+    _write(rules_file, document)
+    with pytest.raises(InvalidRules) as refused:
+        FileRulesSource(rules_file, RETENTION, rejections.append)
+    reason = str(refused.value)
+    assert reason.startswith(f"{rules_file}: invalid rules: ")
+    assert f"tenant 'acme', {field}" in reason
+
+
+def test_a_reload_applies_the_edited_rules(file_source, rules_file, rejections):
+    _write(rules_file, {"tenants": {"acme": {"historyDays": 7}, "globex": {}}})
+    assert file_source.reload() is True
+    rules = file_source.current()
+    assert _history_days(rules) == 7
+    assert _history_days(rules, "globex") == 30
+    assert rejections == []
+
+
+@pytest.mark.parametrize(
+    ("document", "expected_reason"),
+    [
+        (BAD_HISTORY_DAYS, "tenant 'acme', field historyDays: must be a positive integer"),
+        (UNKNOWN_FIELD, "tenant 'acme', field historyDayz: unknown field"),
+        ("not json", "is not JSON"),
+    ],
+)
+def test_a_bad_reload_keeps_the_last_good_rules_and_reports_why(
+    file_source, rules_file, rejections, document, expected_reason
+):
+    served = file_source.current()
+    _write(rules_file, document)
+    assert file_source.reload() is False
+    assert file_source.current() is served
+    assert len(rejections) == 1
+    assert rejections[0].startswith(f"{rules_file}: ")
+    assert expected_reason in rejections[0]
+
+
+def test_a_reload_of_a_deleted_file_keeps_the_last_good_rules(file_source, rules_file, rejections):
+    rules_file.unlink()
+    assert file_source.reload() is False
+    assert _history_days(file_source.current()) == 14
+    assert rejections == [f"{rules_file}: cannot be read: No such file or directory"]
+
+
+def test_good_rules_after_a_bad_reload_apply(file_source, rules_file, rejections):
+    _write(rules_file, BAD_HISTORY_DAYS)
+    file_source.reload()
+    _write(rules_file, _rules(21))
+    assert file_source.reload() is True
+    assert _history_days(file_source.current()) == 21
+    assert len(rejections) == 1
+
+
+@pytest.fixture
+def restore_sighup():
+    previous = signal.getsignal(signal.SIGHUP)
+    yield
+    signal.signal(signal.SIGHUP, previous)
+
+
+@pytest.mark.usefixtures("restore_sighup")
+def test_sighup_reloads_the_file(file_source, rules_file, rejections):
+    file_source.install_sighup_reload()
+    _write(rules_file, _rules(3))
+    assert _history_days(file_source.current()) == 14  # nothing changes before the signal
+    os.kill(os.getpid(), signal.SIGHUP)
+    assert _history_days(file_source.current()) == 3
+    assert rejections == []
+
+
+@pytest.mark.usefixtures("restore_sighup")
+def test_sighup_with_a_bad_file_keeps_the_last_good_rules(file_source, rules_file, rejections):
+    file_source.install_sighup_reload()
+    _write(rules_file, ABOVE_RETENTION)
+    os.kill(os.getpid(), signal.SIGHUP)
+    assert _history_days(file_source.current()) == 14
+    assert len(rejections) == 1
+    assert "tenant 'acme', field historyDays" in rejections[0]
+
+
+# --- AppConfig, through an injected fetch ---------------------------------------------
+
+
+class FakeAppConfig:
+    """What Powertools' get_app_config returns (or raises), and how often it was asked."""
+
+    def __init__(self, document: Any) -> None:
+        self.document = document
+        self.error: Exception | None = None
+        self.calls = 0
+
+    def __call__(self) -> Any:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return self.document
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def _appconfig_source(
+    fetch: FakeAppConfig, rejections: list[str], clock: FakeClock
+) -> AppConfigRulesSource:
+    return AppConfigRulesSource(
+        APP,
+        ENV,
+        PROFILE,
+        RETENTION,
+        rejections.append,
+        max_age_seconds=45,
+        fetch=fetch,
+        clock=clock,
+    )
+
+
+WHERE = f"AppConfig {APP}/{ENV}/{PROFILE}"
+
+
+def test_a_good_document_is_served_and_parsed_once(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    first = source.current()
+    assert _history_days(first) == 14
+    assert source.current() is first  # the same cached object: not parsed again
+    fetch.document = _rules(14)  # an equal document, as after Powertools' cache expires
+    assert source.current() is first
+    assert fetch.calls == 3
+    assert rejections == []
+
+
+def test_a_changed_document_is_applied(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    source.current()
+    fetch.document = {"tenants": {"acme": {"historyDays": 5}, "globex": {}}}
+    rules = source.current()
+    assert _history_days(rules) == 5
+    assert rules.for_tenant("globex") is not None
+    assert rejections == []
+
+
+def test_an_invalid_document_keeps_the_last_good_rules_and_is_reported_once(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    good = source.current()
+    fetch.document = ABOVE_RETENTION
+    assert source.current() is good
+    assert rejections == [
+        f"{WHERE}: invalid rules: tenant 'acme', field historyDays: must be <= "
+        "TURN_RETENTION_DAYS (30): transcripts must be kept at least historyDays (got 31)"
+    ]
+    # Still deployed: still refused, without a report per request.
+    fetch.document = json.loads(json.dumps(ABOVE_RETENTION))
+    assert source.current() is good
+    assert len(rejections) == 1
+    # A fix deployed afterwards applies.
+    fetch.document = _rules(9)
+    assert _history_days(source.current()) == 9
+    assert len(rejections) == 1
+
+
+def test_a_failed_fetch_keeps_the_last_good_rules_and_waits_before_retrying(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    good = source.current()
+    fetch.error = parameters.GetParameterError("Could not connect to the endpoint URL")
+    assert source.current() is good
+    assert rejections == [
+        f"{WHERE}: cannot be fetched: GetParameterError: Could not connect to the endpoint URL"
+    ]
+    calls = fetch.calls
+    clock.now += 44
+    assert source.current() is good
+    assert fetch.calls == calls  # within the cache age, no new attempt
+    clock.now += 1
+    fetch.error = None
+    fetch.document = _rules(8)
+    assert _history_days(source.current()) == 8
+    assert fetch.calls == calls + 1
+    assert len(rejections) == 1
+
+
+def test_any_exception_from_the_fetch_keeps_the_last_good_rules(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    good = source.current()
+    fetch.error = KeyError("Configuration")
+    assert source.current() is good
+    assert len(rejections) == 1
+    assert "KeyError" in rejections[0]
+
+
+def test_without_any_good_document_a_failed_fetch_raises(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    fetch.error = parameters.GetParameterError("AccessDenied")
+    source = _appconfig_source(fetch, rejections, clock)
+    with pytest.raises(RulesUnavailable, match=f"^{WHERE}: cannot be fetched: .*AccessDenied"):
+        source.current()
+    # Nothing to serve, so no waiting: the next request tries again.
+    fetch.error = None
+    assert _history_days(source.current()) == 14
+    assert rejections == []  # the exception carries the reason; the caller reports it
+
+
+def test_without_any_good_document_an_invalid_one_raises_naming_the_field(rejections, clock):
+    fetch = FakeAppConfig(UNKNOWN_FIELD)
+    source = _appconfig_source(fetch, rejections, clock)
+    for _ in range(2):
+        with pytest.raises(RulesUnavailable, match="tenant 'acme', field historyDayz"):
+            source.current()
+    assert rejections == []
+
+
+# --- AppConfig, through the real Powertools get_app_config ----------------------------
+
+
+@pytest.fixture
+def aws_environment(monkeypatch):
+    for name, value in {
+        "POWERTOOLS_SERVICE_NAME": "conversation-memory",
+        "POWERTOOLS_METRICS_NAMESPACE": "ConversationMemory",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }.items():
+        monkeypatch.setenv(name, value)
+    # Powertools keeps one provider, bound to the first application and
+    # environment, and its cache in process-wide state.
+    parameters.clear_caches()  # type: ignore[no-untyped-call, unused-ignore]
+    yield
+    parameters.clear_caches()  # type: ignore[no-untyped-call, unused-ignore]
+
+
+def _configuration(document: Any, next_token: str) -> dict[str, Any]:
+    content = b"" if document is None else json.dumps(document).encode()
+    return {
+        "Configuration": io.BytesIO(content),  # the streaming body Powertools reads
+        "NextPollConfigurationToken": next_token,
+        "NextPollIntervalInSeconds": 60,
+        "ContentType": "application/json",
+    }
+
+
+@pytest.mark.usefixtures("aws_environment")
+def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, rejections):
+    # moto does not serve AppConfigData (see the next test), so the AppConfigData
+    # client under Powertools' own provider is stubbed: no network, real Powertools.
+    client = boto3.client("appconfigdata")
+    stub = Stubber(client)
+    monkeypatch.setitem(
+        DEFAULT_PROVIDERS,
+        "appconfig",
+        parameters.AppConfigProvider(environment=ENV, application=APP, boto3_client=client),
+    )
+    source = AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
+    stub.add_response(
+        "start_configuration_session",
+        {"InitialConfigurationToken": "token-1"},
+        {
+            "ApplicationIdentifier": APP,
+            "EnvironmentIdentifier": ENV,
+            "ConfigurationProfileIdentifier": PROFILE,
+        },
+    )
+    stub.add_response(
+        "get_latest_configuration",
+        _configuration(_rules(14), "token-2"),
+        {"ConfigurationToken": "token-1"},
+    )
+    with stub:
+        first = source.current()
+        assert _history_days(first) == 14
+        # Within the cache age Powertools answers without calling AppConfig
+        # (the stub would fail on an unexpected call).
+        assert source.current() is first
+        stub.assert_no_pending_responses()
+
+        # The cache age runs out, and a new deployment is there.
+        DEFAULT_PROVIDERS["appconfig"].clear_cache()
+        stub.add_response(
+            "get_latest_configuration",
+            _configuration(_rules(6), "token-3"),
+            {"ConfigurationToken": "token-2"},
+        )
+        second = source.current()
+        assert _history_days(second) == 6
+
+        # Nothing new deployed: AppConfig answers with no content, Powertools
+        # hands back the last value, equal to what is already served.
+        DEFAULT_PROVIDERS["appconfig"].clear_cache()
+        stub.add_response(
+            "get_latest_configuration",
+            _configuration(None, "token-4"),
+            {"ConfigurationToken": "token-3"},
+        )
+        assert source.current() is second
+
+        # AppConfig fails: the last good rules stay.
+        DEFAULT_PROVIDERS["appconfig"].clear_cache()
+        stub.add_client_error("get_latest_configuration", "ThrottlingException", "Rate exceeded")
+        assert source.current() is second
+        stub.assert_no_pending_responses()
+    assert len(rejections) == 1
+    assert rejections[0].startswith(f"AppConfig {APP}/{ENV}/{PROFILE}: cannot be fetched: ")
+    assert "ThrottlingException" in rejections[0]
+
+
+def _moto_serves_appconfigdata() -> bool:
+    return any(service == "appconfigdata" for service, _ in backend_url_patterns)
+
+
+@pytest.mark.skipif(
+    not _moto_serves_appconfigdata(),
+    reason="moto (5.2.5) has no AppConfigData backend (StartConfigurationSession, "
+    "GetLatestConfiguration) and its AppConfig backend has no environments or deployments",
+)
+@pytest.mark.usefixtures("aws_environment")
+@mock_aws
+def test_powertools_get_app_config_under_moto(rejections):
+    appconfig = boto3.client("appconfig")
+    application = appconfig.create_application(Name=APP)["Id"]
+    environment = appconfig.create_environment(ApplicationId=application, Name=ENV)["Id"]
+    profile = appconfig.create_configuration_profile(
+        ApplicationId=application, Name=PROFILE, LocationUri="hosted"
+    )["Id"]
+    version = appconfig.create_hosted_configuration_version(
+        ApplicationId=application,
+        ConfigurationProfileId=profile,
+        Content=json.dumps(_rules(14)).encode(),
+        ContentType="application/json",
+    )["VersionNumber"]
+    strategy = appconfig.create_deployment_strategy(
+        Name="all-at-once",
+        DeploymentDurationInMinutes=0,
+        GrowthFactor=100,
+        FinalBakeTimeInMinutes=0,
+        ReplicateTo="NONE",
+    )["Id"]
+    appconfig.start_deployment(
+        ApplicationId=application,
+        EnvironmentId=environment,
+        DeploymentStrategyId=strategy,
+        ConfigurationProfileId=profile,
+        ConfigurationVersion=str(version),
+    )
+    source = AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
+    assert _history_days(source.current()) == 14
+    assert rejections == []
