@@ -74,6 +74,7 @@ class RecordedTurn:
     digest: str
     turn_count: int | None
     decision: str | None
+    dropped: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +265,7 @@ class DynamoDBConversationStore:
         change: StateChange,
         turn_count: int,
         decision: str,
+        dropped: int | None,
     ) -> None:
         """The contact's message and the state change, as one conditional transaction.
 
@@ -315,8 +317,7 @@ class DynamoDBConversationStore:
             tokens=tokens,
             ttl=ttl,
             state_update=state_update,
-            turn_count=turn_count,
-            decision=decision,
+            marker_extra=_marker_extra(turn_count, decision, dropped),
         )
 
     def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
@@ -345,8 +346,7 @@ class DynamoDBConversationStore:
             tokens=tokens,
             ttl=ttl,
             state_update=state_update,
-            turn_count=None,
-            decision=None,
+            marker_extra={},
         )
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
@@ -372,8 +372,7 @@ class DynamoDBConversationStore:
         tokens: int,
         ttl: int,
         state_update: dict[str, Any],
-        turn_count: int | None,
-        decision: str | None,
+        marker_extra: Item,
     ) -> None:
         sort_key = turn_sort_key(turn.position)
         turn_item: Item = {
@@ -392,10 +391,7 @@ class DynamoDBConversationStore:
             "digest": {"S": content_digest(turn.role, list(turn.content))},
             TTL_ATTRIBUTE: {"N": str(ttl)},
         }
-        if turn_count is not None:
-            marker["turnCount"] = {"N": str(turn_count)}
-        if decision is not None:
-            marker["decision"] = {"S": decision}
+        marker.update(marker_extra)
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -484,13 +480,21 @@ def _fold_from(item: Mapping[str, Any]) -> Fold | None:
     )
 
 
+def _marker_extra(turn_count: int, decision: str, dropped: int | None) -> Item:
+    """What a converse answered, kept with the message id so that a retry gets the same."""
+    extra: Item = {"turnCount": {"N": str(turn_count)}, "decision": {"S": decision}}
+    if dropped is not None:
+        extra["dropped"] = {"N": str(dropped)}
+    return extra
+
+
 def _marker_from(item: Mapping[str, Any]) -> RecordedTurn:
-    count = item.get("turnCount")
     decision = item.get("decision")
     return RecordedTurn(
         position=position_of(item["turnSk"]["S"]),
         role=item["role"]["S"],
         digest=item["digest"]["S"],
-        turn_count=int(count["N"]) if count else None,
+        turn_count=_number(item, "turnCount") if "turnCount" in item else None,
         decision=decision["S"] if decision else None,
+        dropped=_number(item, "dropped") if "dropped" in item else None,
     )

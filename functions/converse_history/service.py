@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -170,6 +170,12 @@ class ConverseService:
         escalate = exceeds_cap(streak, tenant.max_turns_per_conversation)
         tokens = estimate_turn_tokens(turn)
         lease = self._lease_if_due(state, tokens)
+        # The window comes from the snapshot, before the commit: its figures go
+        # into the message id's marker, so a retry is answered the same.
+        window = None
+        if not escalate:
+            limits = self._settings.window_limits
+            window = build_window(snapshot.newest_first, limits, state.turns_recorded)
         self._store.record_contact_turn(
             key,
             turn,
@@ -182,25 +188,17 @@ class ConverseService:
             ),
             turn_count=streak.count,
             decision="escalate" if escalate else "model",
+            dropped=window.dropped if window else None,
         )
         if lease is not None:
             self._request_compaction(key, lease)
-        if escalate:
+        if window is None:
             self._telemetry.escalated(streak.count)
             return escalation(streak.count, turn)
-        return self._answer(streak.count, turn, snapshot.newest_first, state, since)
+        self._observe(window, state)
+        return self._answer(streak.count, turn, window, state.fold, since)
 
-    def _answer(
-        self,
-        turn_count: int,
-        turn: Turn,
-        newest_first: Iterator[Turn],
-        state: ConversationState,
-        since: datetime,
-    ) -> dict[str, Any]:
-        window = build_window(
-            newest_first, self._settings.window_limits, candidate_count=state.turns_recorded
-        )
+    def _observe(self, window: Window, state: ConversationState) -> None:
         self._telemetry.window_built(window)
         if window.dropped:
             self._telemetry.window_bounded(window)
@@ -208,7 +206,11 @@ class ConverseService:
         missing = held_by_neither(window.passed_over, window.oldest_position, watermark)
         if missing:
             self._telemetry.coverage_gap(missing)
-        fold = _fold_in_range(state.fold, since)
+
+    def _answer(
+        self, turn_count: int, turn: Turn, window: Window, fold: Fold | None, since: datetime
+    ) -> dict[str, Any]:
+        fold = _fold_in_range(fold, since)
         return {
             "decision": "model",
             "reason": None,
@@ -236,7 +238,10 @@ class ConverseService:
             return escalation(count, original)
         since = history_cutoff(original.sent_at, tenant.history_days)
         snapshot = self._store.snapshot(key, since, first.position, self._page_size)
-        return self._answer(count, original, snapshot.newest_first, snapshot.state, since)
+        window = build_window(snapshot.newest_first, self._settings.window_limits)
+        if first.dropped is not None:
+            window = replace(window, dropped=first.dropped)
+        return self._answer(count, original, window, snapshot.state.fold, since)
 
     def _lease_if_due(self, state: ConversationState, tokens: int) -> datetime | None:
         now = self._now()

@@ -24,7 +24,7 @@ RULES: dict[str, Any] = {
     "tenants": {
         "acme": {"historyDays": 30, "idleResetHours": 24, "maxTurnsPerConversation": 25},
         "defaults": {},
-        "ten": {"maxTurnsPerConversation": 100},
+        "roomy": {"maxTurnsPerConversation": 1000},
         "limited": {"rateLimit": {"messages": 3, "perSeconds": 60}},
         "guarded": {"callers": [AGENT_ROLE]},
         "other": {"callers": ["arn:aws:iam::123456789012:role/other-agent"]},
