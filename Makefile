@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: help install lint format test validate-rules clean
+.PHONY: help install run lint format test validate-rules clean
 
 help:
 	@echo "make run             the service on 127.0.0.1:\$${PORT:-8000} over an embedded AWS emulation"
@@ -26,6 +26,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $@
 
 install: $(STAMP)
+
+# The Lambdas' own handlers over an embedded moto, in the foreground until
+# Ctrl-C (SIGINT) or SIGTERM; SIGHUP re-reads RULES_FILE. See local/runner.py.
+run: install
+	PYTHONPATH=functions:. $(BIN)/python -m local
 
 lint: install
 	$(BIN)/ruff check .

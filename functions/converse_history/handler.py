@@ -120,14 +120,14 @@ def _incoming(body: MessageBody, role: str) -> Incoming:
 @app.post(
     f"{BASE}/converse", responses=ERRORS, summary="record the contact's message, get the history"
 )
-@tracer.capture_method
+@tracer.capture_method(capture_response=False)  # responses hold message text
 def converse(tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest) -> ConverseResponse:
     result = SERVICE.converse(tenant_id, contact_id, _incoming(body.message, "user"), _caller())
     return ConverseResponse.model_validate(result)
 
 
 @app.post(f"{BASE}/turns", responses=ERRORS, status_code=201, summary="record a reply")
-@tracer.capture_method
+@tracer.capture_method(capture_response=False)  # responses hold message text
 def record_turn(
     tenant_id: TenantId, contact_id: ContactId, body: RecordTurnRequest
 ) -> RecordTurnResponse:
@@ -136,7 +136,7 @@ def record_turn(
 
 
 @app.get(f"{BASE}/memory", responses=ERRORS, summary="the fold and the counters")
-@tracer.capture_method
+@tracer.capture_method(capture_response=False)  # responses hold message text
 def read_memory(tenant_id: TenantId, contact_id: ContactId) -> MemoryResponse:
     result = SERVICE.memory(tenant_id, contact_id, _caller())
     if result is None:
@@ -152,6 +152,14 @@ def health() -> HealthResponse:
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, OPENAPI_DOCUMENT)
+
+
+@app.not_found
+def _no_route(_: Exception) -> Response[str]:
+    event = app.current_event
+    return _error_response(
+        ApiError(404, "not_found", f"no route for {event.http_method} {event.path}")
+    )
 
 
 @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
@@ -173,6 +181,8 @@ def _first_invalid_field(errors: Any) -> ApiError:
     if not details:
         return invalid("body", "invalid request")
     first = details[0]
+    if first.get("type") == "json_invalid":
+        return invalid("body", "not valid JSON")
     loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "path", "query")]
     loc = [_PATH_NAMES.get(part, part) for part in loc]
     field = ".".join(loc) or "body"
@@ -239,7 +249,7 @@ def _direct_ids(event: dict[str, Any]) -> tuple[str, str]:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "action" in event:
         return _direct(event)

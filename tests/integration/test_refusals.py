@@ -130,3 +130,15 @@ def test_memory_of_a_conversation_never_recorded_is_404(api):
     status, answer = api.request("GET", "/v1/tenants/acme/contacts/nobody/memory")
     assert status == 404
     assert answer["error"]["code"] == "not_found"
+
+
+def test_an_unknown_route_answers_the_same_error_shape(api):
+    status, answer = api.request("GET", "/v1/nothing/here")
+    assert status == 404
+    assert answer["error"]["code"] == "not_found"
+
+
+def test_a_body_that_is_not_json_is_named_as_such(api):
+    status, answer = api.request("POST", CONVERSE, "{not json")
+    assert status == 400
+    assert answer["error"]["message"] == "body: not valid JSON"

@@ -1,0 +1,212 @@
+"""A local stand-in for API Gateway: HTTP on loopback, each request a proxy event for the Lambda.
+
+Every request, `/health` and `/openapi.json` included, is handed to the
+Lambda's own `lambda_handler` as a REST proxy event, and its answer (status,
+headers, body) is written back as it is, so no route exists twice. What API
+Gateway itself refuses before a Lambda runs (a body over 10 MB) is refused
+here the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from local.proxy_events import LambdaContextStandIn, proxy_event
+
+LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
+
+MAX_BODY_BYTES = 10 * 1024 * 1024
+"""API Gateway's payload limit: a larger request never reaches the Lambda."""
+
+MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
+"""How much of a refused body is read and dropped before the connection is closed."""
+
+READ_TIMEOUT_SECONDS = 15.0
+"""A client that stops sending mid-request frees its thread (and the shutdown) after this."""
+
+# Hop-by-hop and framing headers belong to this connection, not to the answer's content.
+_HEADERS_WRITTEN_BY_THE_GATEWAY = frozenset(
+    {"content-length", "connection", "transfer-encoding", "date", "server"}
+)
+
+
+class LambdaGateway(ThreadingHTTPServer):
+    """Serves one Lambda handler; connections are threaded, invocations are one at a time.
+
+    A Lambda execution environment runs one invocation at a time, and the
+    handler is written for that: Powertools' resolver keeps the current event
+    on the app, and Logger and Metrics keep per-invocation state in the
+    module. Running two invocations at once in one process would mix them,
+    so the invocations are serialised while reading and writing stay
+    concurrent.
+    """
+
+    # Shutting down waits for the requests in flight, so none is cut off while
+    # the emulation behind it is stopped; READ_TIMEOUT_SECONDS bounds the wait.
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address: tuple[str, int], handler: LambdaHandler) -> None:
+        super().__init__(address, _ProxyRequestHandler)
+        self.lambda_handler = handler
+        self.invocation_lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+
+class _ProxyRequestHandler(BaseHTTPRequestHandler):
+    server: LambdaGateway
+    timeout = READ_TIMEOUT_SECONDS
+    # One request per connection, as HTTP/1.0: an idle keep-alive connection
+    # would otherwise hold a thread, and the shutdown, until it times out.
+    protocol_version = "HTTP/1.0"
+    server_version = "conversation-memory-local"
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def do_PUT(self) -> None:
+        self._forward()
+
+    def do_PATCH(self) -> None:
+        self._forward()
+
+    def do_DELETE(self) -> None:
+        self._forward()
+
+    def do_HEAD(self) -> None:
+        self._forward()
+
+    def do_OPTIONS(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        body = self._read_body()
+        if body is None:
+            return  # already refused
+        event = proxy_event(self.command, self.path, body, self._request_headers())
+        context = LambdaContextStandIn(aws_request_id=event["requestContext"]["requestId"])
+        try:
+            with self.server.invocation_lock:
+                answer = self.server.lambda_handler(event, context)
+        except Exception:
+            # What API Gateway answers when the Lambda itself fails: a 502,
+            # with the traceback where a Lambda's would be, in its log.
+            traceback.print_exc(file=sys.stderr)
+            self._refuse(HTTPStatus.BAD_GATEWAY, "internal_error", "the handler failed")
+            return
+        self._write_answer(answer)
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None after answering a refusal for it."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self._refuse(
+                HTTPStatus.LENGTH_REQUIRED,
+                "length_required",
+                "send the body with a Content-Length; chunked transfer is not supported",
+            )
+            return None
+        declared = self.headers.get("Content-Length")
+        if declared is None:
+            return b""
+        try:
+            length = int(declared)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._refuse(HTTPStatus.BAD_REQUEST, "invalid_request", f"Content-Length: {declared!r}")
+            return None
+        if length > MAX_BODY_BYTES:
+            # Refused on the declared size: a huge body is never buffered.
+            self._discard(length)
+            self._refuse(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                "payload_too_large",
+                f"the request body is {length} bytes; the limit is {MAX_BODY_BYTES} (10 MB)",
+            )
+            return None
+        try:
+            return self.rfile.read(length)
+        except TimeoutError:
+            # The client stopped sending: there is no complete request to answer.
+            self.close_connection = True
+            return None
+
+    def _discard(self, length: int) -> None:
+        """Read and drop a refused body, so the client, still sending, gets the answer.
+
+        Closing a socket with unread data resets the connection, and a client
+        in the middle of its upload would see the reset instead of the 413.
+        Past MAX_DISCARD_BYTES the connection is simply closed.
+        """
+        remaining = min(length, MAX_DISCARD_BYTES)
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1024 * 1024))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+
+    def _request_headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for received_name, value in self.headers.items():
+            # The event carries a default `Content-Type`; a client's, in any case, replaces it
+            # rather than sitting beside it under a second spelling.
+            name = "Content-Type" if received_name.lower() == "content-type" else received_name
+            # A repeated header reaches the Lambda joined, as in API Gateway's `headers`.
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+        return headers
+
+    def _write_answer(self, answer: Mapping[str, Any]) -> None:
+        raw = answer.get("body") or ""
+        payload = (
+            base64.b64decode(raw) if answer.get("isBase64Encoded") else str(raw).encode("utf-8")
+        )
+        self.send_response(int(answer.get("statusCode", 200)))
+        for name, values in _answer_headers(answer).items():
+            if name.lower() in _HEADERS_WRITTEN_BY_THE_GATEWAY:
+                continue
+            for value in values:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _refuse(self, status: HTTPStatus, code: str, message: str) -> None:
+        payload = json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+        # The unread part of a refused body must not be taken for the next request.
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # The access log goes to stderr, so stdout carries only what the handler logs.
+        sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+
+
+def _answer_headers(answer: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The answer's headers: `multiValueHeaders` win over `headers`, as in API Gateway."""
+    merged: dict[str, list[str]] = {
+        str(name): [str(value)] for name, value in (answer.get("headers") or {}).items()
+    }
+    for name, values in (answer.get("multiValueHeaders") or {}).items():
+        merged[str(name)] = [str(value) for value in values]
+    return merged
