@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 from typing import Any, Protocol
 
-from adapters.dynamodb_store import ConversationKey, format_instant
+from adapters.conversation_store import ConversationKey, format_instant
 
 
 class SQSClient(Protocol):

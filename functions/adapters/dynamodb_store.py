@@ -18,16 +18,28 @@ numbers inside tool inputs into Decimals and cost more to decode.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
+from adapters.conversation_store import (
+    ConversationKey,
+    Duplicate,
+    RecordedTurn,
+    Snapshot,
+    StateChange,
+    StoredTurn,
+    VersionConflict,
+    check_item_size,
+    content_digest,
+    encode_content,
+    format_instant,
+    parse_instant,
+)
 from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
 from memory_core.history_range import expires_at, is_expired
 from memory_core.turn_cap import Streak
@@ -37,11 +49,6 @@ STATE_SK = "TURN#~STATE"
 TURN_PREFIX = "TURN#"
 MARKER_PREFIX = "MSGID#"
 TTL_ATTRIBUTE = "expiresAt"
-# DynamoDB's item limit is 400 KB, attribute names included; the margin covers
-# the turn item's other attributes and keys.
-ITEM_LIMIT_BYTES = 400 * 1024
-TURN_ITEM_OVERHEAD_BYTES = 1024
-_SENT_AT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 Item = dict[str, dict[str, Any]]
 
@@ -55,68 +62,6 @@ class DynamoDBClient(Protocol):
     def update_item(self, **kwargs: Any) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationKey:
-    tenant_id: str
-    contact_id: str
-
-    @property
-    def partition(self) -> str:
-        return f"TENANT#{self.tenant_id}#CONTACT#{self.contact_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedTurn:
-    """What the first recording of a message id answered (the idempotency marker)."""
-
-    position: TurnPosition
-    role: str
-    digest: str
-    turn_count: int | None
-    decision: str | None
-    dropped: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class StateChange:
-    """What one converse commit does to the conversation state."""
-
-    expected_version: int
-    streak: Streak
-    recent_contact: tuple[datetime, ...]
-    lease_until: datetime | None
-    """Set when this commit takes the compaction lease."""
-
-
-class Duplicate(Exception):
-    """The message id was recorded before; `first` is what that recording answered."""
-
-    def __init__(self, first: RecordedTurn) -> None:
-        super().__init__(first.position.turn_id)
-        self.first = first
-
-
-class VersionConflict(Exception):
-    """Another writer committed to this conversation since it was read."""
-
-
-class MessageTooLarge(ValueError):
-    def __init__(self, size: int) -> None:
-        super().__init__(
-            f"the message is {size} bytes stored; the store's item limit is "
-            f"{ITEM_LIMIT_BYTES - TURN_ITEM_OVERHEAD_BYTES} bytes"
-        )
-        self.size = size
-
-
-def format_instant(instant: datetime) -> str:
-    return instant.astimezone(UTC).strftime(_SENT_AT_FORMAT)
-
-
-def parse_instant(text: str) -> datetime:
-    return datetime.strptime(text, _SENT_AT_FORMAT).replace(tzinfo=UTC)
-
-
 def turn_sort_key(position: TurnPosition) -> str:
     return f"{TURN_PREFIX}{format_instant(position.sent_at)}#{position.turn_id}"
 
@@ -124,29 +69,6 @@ def turn_sort_key(position: TurnPosition) -> str:
 def position_of(sort_key: str) -> TurnPosition:
     instant, turn_id = sort_key.removeprefix(TURN_PREFIX).split("#", 1)
     return TurnPosition(parse_instant(instant), turn_id)
-
-
-def content_digest(role: str, content: object) -> str:
-    canonical = json.dumps([role, content], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def encode_content(turn: Turn) -> str:
-    return json.dumps(list(turn.content), separators=(",", ":"), ensure_ascii=False)
-
-
-def check_item_size(encoded_content: str) -> None:
-    size = len(encoded_content.encode())
-    if size > ITEM_LIMIT_BYTES - TURN_ITEM_OVERHEAD_BYTES:
-        raise MessageTooLarge(size)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The state and a lazy, newest-first reader of the history range."""
-
-    state: ConversationState
-    newest_first: Iterator[Turn]
 
 
 class DynamoDBConversationStore:
@@ -188,11 +110,6 @@ class DynamoDBConversationStore:
         if ttl and is_expired(int(ttl["N"]), datetime.fromtimestamp(self._clock(), UTC)):
             return ConversationState(version=state.version)
         return state
-
-    def history_before(
-        self, key: ConversationKey, since: datetime, before: TurnPosition, page_size: int
-    ) -> Iterator[Turn]:
-        return self.snapshot(key, since, before, page_size).newest_first
 
     def state(self, key: ConversationKey) -> ConversationState | None:
         response = self._client.get_item(
@@ -253,6 +170,42 @@ class DynamoDBConversationStore:
                     continue  # past its TTL; DynamoDB deletes lazily, days late
                 yield _turn_from(item)
             page = next(later_pages, None)
+
+    def unfolded_turns(
+        self, key: ConversationKey, after: TurnPosition | None, limit: int
+    ) -> list[StoredTurn]:
+        """The turns newer than the fold's watermark, oldest first, at most `limit`.
+
+        The read starts at the watermark, so its cost follows what is unfolded,
+        never the conversation's length. Expired turns are skipped.
+        """
+        start = turn_sort_key(after) if after else TURN_PREFIX
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :start AND :state",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": key.partition},
+                ":start": {"S": start},
+                ":state": {"S": STATE_SK},
+            },
+            "ScanIndexForward": True,
+            "ConsistentRead": True,
+            "Limit": limit + 2,
+        }
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        found: list[StoredTurn] = []
+        while len(found) < limit:
+            response = self._client.query(**request)
+            for item in response.get("Items", []):
+                sort_key = item["SK"]["S"]
+                if sort_key in {start, STATE_SK} or len(found) == limit:
+                    continue
+                if not is_expired(int(item[TTL_ATTRIBUTE]["N"]), now):
+                    found.append(StoredTurn(_turn_from(item), _number(item, "tokens")))
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return found
 
     # -- writes --------------------------------------------------------------------
 
@@ -358,6 +311,69 @@ class DynamoDBConversationStore:
                 UpdateExpression="REMOVE leaseUntil",
                 ConditionExpression="leaseUntil = :mine",
                 ExpressionAttributeValues={":mine": {"N": str(int(lease_until.timestamp()))}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def commit_fold(
+        self,
+        key: ConversationKey,
+        fold: Fold,
+        *,
+        expected_version: int,
+        folded_tokens: int,
+        folded_turns: int,
+    ) -> bool:
+        """The new fold, if nobody committed one since `expected_version` was read.
+
+        The counters drop by what was folded (by increments, so turns recorded
+        meanwhile still count) and the lease clears. False when another
+        compactor won: the loser neither overwrites nor loses a turn.
+        """
+        values: dict[str, Any] = {
+            ":summary": {"S": fold.summary},
+            ":watermark": {"S": turn_sort_key(fold.watermark)},
+            ":version": {"N": str(fold.version)},
+            ":from": {"S": format_instant(fold.covers_from)},
+            ":until": {"S": format_instant(fold.covers_until)},
+            ":folded": {"N": str(fold.turns_folded)},
+            ":tokens": {"N": str(-folded_tokens)},
+            ":turns": {"N": str(-folded_turns)},
+        }
+        if expected_version == 0:
+            condition = "attribute_not_exists(foldVersion)"
+        else:
+            condition = "foldVersion = :expected"
+            values[":expected"] = {"N": str(expected_version)}
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_key(key.partition, STATE_SK),
+                UpdateExpression=(
+                    "SET foldSummary = :summary, foldWatermark = :watermark, "
+                    "foldVersion = :version, foldCoversFrom = :from, foldCoversUntil = :until, "
+                    "turnsFolded = :folded "
+                    "ADD unfoldedTokens :tokens, unfoldedTurns :turns "
+                    "REMOVE leaseUntil"
+                ),
+                ConditionExpression=f"attribute_exists(SK) AND {condition}",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def clear_lease(self, key: ConversationKey) -> None:
+        """Nothing left to fold: let the next turn ask again when there is."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_key(key.partition, STATE_SK),
+                UpdateExpression="REMOVE leaseUntil",
+                ConditionExpression="attribute_exists(SK)",
             )
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":

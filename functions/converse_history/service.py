@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from adapters.compaction_queue import CompactionQueue
-from adapters.dynamodb_store import (
+from adapters.conversation_store import (
     ConversationKey,
+    ConversationStore,
     Duplicate,
-    DynamoDBConversationStore,
     MessageTooLarge,
     RecordedTurn,
     StateChange,
@@ -82,7 +82,7 @@ class ConverseService:
     def __init__(
         self,
         *,
-        store: DynamoDBConversationStore,
+        store: ConversationStore,
         queue: CompactionQueue,
         rules: RulesSource,
         settings: Settings,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from adapters.dynamodb_store import format_instant
+from adapters.conversation_store import format_instant
 from memory_core.turns import Turn
 from memory_core.window import Window
 

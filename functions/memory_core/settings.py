@@ -41,6 +41,9 @@ class Settings(BaseModel):
     turn_retention_days: PositiveInt = Field(
         30, description="turns' TTL; at least every tenant's historyDays"
     )
+    memory_summary_max_tokens: PositiveInt = Field(
+        800, description="the fold's summary is capped at this many tokens"
+    )
     compaction_lease_seconds: PositiveInt = Field(
         900, description="how long a requested compaction blocks another; a lost one expires"
     )
@@ -49,7 +52,11 @@ class Settings(BaseModel):
     def _consistent(self) -> Self:
         problems = [
             problem
-            for problem in (self._floor_above_cap(), self._window_below_twice_the_fold())
+            for problem in (
+                self._floor_above_cap(),
+                self._window_below_twice_the_fold(),
+                self._summary_above_window(),
+            )
             if problem
         ]
         if problems:
@@ -63,6 +70,15 @@ class Settings(BaseModel):
             f"HISTORY_WINDOW_FLOOR_MESSAGES ({self.history_window_floor_messages}) must be "
             f"<= HISTORY_WINDOW_MAX_MESSAGES ({self.history_window_max_messages}): the cap "
             "is hard, and a floor above it could never be kept."
+        )
+
+    def _summary_above_window(self) -> str | None:
+        if self.memory_summary_max_tokens <= self.history_window_max_tokens:
+            return None
+        return (
+            f"MEMORY_SUMMARY_MAX_TOKENS ({self.memory_summary_max_tokens}) must be <= "
+            f"HISTORY_WINDOW_MAX_TOKENS ({self.history_window_max_tokens}): a memory larger "
+            "than the window would cost more than the history it replaces."
         )
 
     def _window_below_twice_the_fold(self) -> str | None:

@@ -34,11 +34,11 @@ TABLE = "conversation-memory"
 QUEUE = "compaction"
 
 
-def load_handler() -> ModuleType:
+def load_handler(package: str = "converse_history") -> ModuleType:
     """A fresh import, so the module-level settings and clients see this test's world."""
-    for name in [m for m in sys.modules if m.startswith("converse_history")]:
+    for name in [m for m in sys.modules if m.startswith(package)]:
         del sys.modules[name]
-    return importlib.import_module("converse_history.handler")
+    return importlib.import_module(f"{package}.handler")
 
 
 def iso(instant: datetime) -> str:
@@ -52,6 +52,7 @@ class Api:
     sqs: Any
     queue_url: str
     dlq_url: str
+    monkeypatch: pytest.MonkeyPatch
     calls: list[str] = field(default_factory=list)
 
     def request(
@@ -100,6 +101,29 @@ class Api:
             body["id"] = message_id
         return self.request("POST", f"/v1/tenants/{tenant}/contacts/{contact}/turns", body, caller)
 
+    def compactor(self, **env: str) -> ModuleType:
+        """The compactor Lambda's module, on the same table."""
+        for name, value in env.items():
+            self.monkeypatch.setenv(name, value)
+        return load_handler("compactor")
+
+    def received(self, visibility_timeout: int = 0) -> list[dict[str, Any]]:
+        """Receive like Lambda's event source mapping; the messages as SQS event records."""
+        messages = self.sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=visibility_timeout,
+            AttributeNames=["All"],
+        ).get("Messages", [])
+        return [sqs_record(m) for m in messages]
+
+    def state(self, tenant: str = "acme", contact: str = "c1") -> dict[str, Any] | None:
+        item = self.dynamodb.get_item(
+            TableName=TABLE,
+            Key={"PK": {"S": f"TENANT#{tenant}#CONTACT#{contact}"}, "SK": {"S": "TURN#~STATE"}},
+        ).get("Item")
+        return dict(item) if item else None
+
     def items(self) -> list[dict[str, Any]]:
         return list(self.dynamodb.scan(TableName=TABLE)["Items"])
 
@@ -111,6 +135,35 @@ class Api:
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0
         ).get("Messages", [])
         return [json.loads(m["Body"]) for m in messages]
+
+
+def sqs_record(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:compaction",
+        "awsRegion": "us-east-1",
+    }
+
+
+def request_record(tenant: str, contact: str, message_id: str = "m-1") -> dict[str, Any]:
+    body = json.dumps({"tenantId": tenant, "contactId": contact})
+    return {
+        "messageId": message_id,
+        "receiptHandle": f"handle-{message_id}",
+        "body": body,
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:compaction",
+        "awsRegion": "us-east-1",
+    }
 
 
 @pytest.fixture
@@ -139,7 +192,7 @@ def make_api(monkeypatch: pytest.MonkeyPatch, rules_file: Path) -> Iterator[Call
             monkeypatch.setenv("CALLER_IDENTITY", "optional")
             for name, value in env.items():
                 monkeypatch.setenv(name, value)
-            return Api(load_handler(), dynamodb, sqs, queue_url, dlq_url)
+            return Api(load_handler(), dynamodb, sqs, queue_url, dlq_url, monkeypatch)
 
         yield build
 

@@ -2,7 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
-from adapters.dynamodb_store import STATE_SK, format_instant
+from adapters.conversation_store import format_instant
+from adapters.dynamodb_store import STATE_SK
 from tests.integration.conftest import TABLE, minutes_ago
 
 

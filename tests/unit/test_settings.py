@@ -20,6 +20,8 @@ DEFAULTS = {
     "HISTORY_MESSAGE_MAX_TOKENS": 1000,
     "MEMORY_FOLD_MIN_TOKENS": 2000,
     "TURN_RETENTION_DAYS": 30,
+    "MEMORY_SUMMARY_MAX_TOKENS": 800,
+    "COMPACTION_LEASE_SECONDS": 900,
 }
 BAD_VALUES = ["0", "-1", "1.5", "abc", ""]
 
@@ -57,6 +59,8 @@ def test_every_setting_can_be_set():
         "HISTORY_MESSAGE_MAX_TOKENS": "700",
         "MEMORY_FOLD_MIN_TOKENS": "3000",
         "TURN_RETENTION_DAYS": "90",
+        "MEMORY_SUMMARY_MAX_TOKENS": "1200",
+        "COMPACTION_LEASE_SECONDS": "300",
     }
     assert _values(load_settings(environ)) == {name: int(v) for name, v in environ.items()}
 
@@ -258,3 +262,13 @@ def test_a_cold_start_with_good_settings_succeeds():
     started = _cold_start(HISTORY_WINDOW_MAX_TOKENS="8000", MEMORY_FOLD_MIN_TOKENS="4000")
     assert started.returncode == 0, started.stderr
     assert started.stderr == ""
+
+
+def test_the_summary_cap_may_not_exceed_the_window():
+    message = _refusal({"MEMORY_SUMMARY_MAX_TOKENS": "4001"})
+    assert "MEMORY_SUMMARY_MAX_TOKENS (4001) must be <= HISTORY_WINDOW_MAX_TOKENS (4000)" in message
+    assert load_settings({"MEMORY_SUMMARY_MAX_TOKENS": "4000"}).memory_summary_max_tokens == 4000
+
+
+def test_every_setting_is_a_documented_field():
+    assert set(DEFAULTS) == {name.upper() for name in Settings.model_fields}

@@ -1,0 +1,151 @@
+"""The conversation store's port: what the service and the compactor need of a store.
+
+`DynamoDBConversationStore` is the production adapter; the in-memory one in
+the tests' support package keeps the same contract (a shared test checks it)
+so that long simulations run without an emulator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from memory_core.conversation import ConversationState, Fold
+from memory_core.turn_cap import Streak
+from memory_core.turns import Turn, TurnPosition
+
+# DynamoDB's item limit is 400 KB, attribute names included; the margin covers
+# the turn item's other attributes and keys.
+ITEM_LIMIT_BYTES = 400 * 1024
+TURN_ITEM_OVERHEAD_BYTES = 1024
+_INSTANT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationKey:
+    tenant_id: str
+    contact_id: str
+
+    @property
+    def partition(self) -> str:
+        return f"TENANT#{self.tenant_id}#CONTACT#{self.contact_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTurn:
+    """What the first recording of a message id answered (the idempotency marker)."""
+
+    position: TurnPosition
+    role: str
+    digest: str
+    turn_count: int | None
+    decision: str | None
+    dropped: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    turn: Turn
+    tokens: int
+    """The estimate counted into the unfolded counter when the turn was recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """What one converse commit does to the conversation state."""
+
+    expected_version: int
+    streak: Streak
+    recent_contact: tuple[datetime, ...]
+    lease_until: datetime | None
+    """Set when this commit takes the compaction lease."""
+
+
+class Duplicate(Exception):
+    """The message id was recorded before; `first` is what that recording answered."""
+
+    def __init__(self, first: RecordedTurn) -> None:
+        super().__init__(first.position.turn_id)
+        self.first = first
+
+
+class VersionConflict(Exception):
+    """Another writer committed to this conversation since it was read."""
+
+
+class MessageTooLarge(ValueError):
+    def __init__(self, size: int) -> None:
+        super().__init__(
+            f"the message is {size} bytes stored; the store's item limit is "
+            f"{ITEM_LIMIT_BYTES - TURN_ITEM_OVERHEAD_BYTES} bytes"
+        )
+        self.size = size
+
+
+def format_instant(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime(_INSTANT_FORMAT)
+
+
+def parse_instant(text: str) -> datetime:
+    return datetime.strptime(text, _INSTANT_FORMAT).replace(tzinfo=UTC)
+
+
+def content_digest(role: str, content: object) -> str:
+    canonical = json.dumps([role, content], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def encode_content(turn: Turn) -> str:
+    return json.dumps(list(turn.content), separators=(",", ":"), ensure_ascii=False)
+
+
+def check_item_size(encoded_content: str) -> None:
+    size = len(encoded_content.encode())
+    if size > ITEM_LIMIT_BYTES - TURN_ITEM_OVERHEAD_BYTES:
+        raise MessageTooLarge(size)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The state and a lazy, newest-first reader of the history range."""
+
+    state: ConversationState
+    newest_first: Iterator[Turn]
+
+
+class ConversationStore(Protocol):
+    def snapshot(
+        self, key: ConversationKey, since: datetime, before: TurnPosition, page_size: int
+    ) -> Snapshot: ...
+    def state(self, key: ConversationKey) -> ConversationState | None: ...
+    def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None: ...
+    def unfolded_turns(
+        self, key: ConversationKey, after: TurnPosition | None, limit: int
+    ) -> list[StoredTurn]: ...
+    def record_contact_turn(
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        *,
+        tokens: int,
+        change: StateChange,
+        turn_count: int,
+        decision: str,
+        dropped: int | None,
+    ) -> None: ...
+    def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None: ...
+    def release_lease(self, key: ConversationKey, lease_until: datetime) -> None: ...
+    def commit_fold(
+        self,
+        key: ConversationKey,
+        fold: Fold,
+        *,
+        expected_version: int,
+        folded_tokens: int,
+        folded_turns: int,
+    ) -> bool: ...
+    def clear_lease(self, key: ConversationKey) -> None: ...

@@ -1,0 +1,1 @@
+"""The compactor Lambda: folds a conversation's unfolded turns into its memory."""

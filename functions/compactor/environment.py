@@ -1,0 +1,40 @@
+"""The compactor's resources: the table, and which summariser to use."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memory_core.settings import InvalidSettings
+
+
+class CompactorEnvironment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table_name: str = Field(min_length=3, max_length=255)
+    summariser: Literal["offline", "bedrock"] = "offline"
+    bedrock_model_id: str | None = None
+
+    @model_validator(mode="after")
+    def _bedrock_needs_a_model(self) -> Self:
+        if self.summariser == "bedrock" and not self.bedrock_model_id:
+            raise ValueError("SUMMARISER=bedrock needs BEDROCK_MODEL_ID")
+        return self
+
+
+def load_compactor_environment(environ: Mapping[str, str] | None = None) -> CompactorEnvironment:
+    source = os.environ if environ is None else environ
+    names = CompactorEnvironment.model_fields
+    values = {name: source[name.upper()] for name in names if name.upper() in source}
+    try:
+        return CompactorEnvironment.model_validate(values)
+    except ValidationError as error:
+        reasons = [
+            f"{'.'.join(str(p) for p in e['loc']).upper() or 'environment'}: "
+            + str(e["msg"]).removeprefix("Value error, ")
+            for e in error.errors()
+        ]
+        raise InvalidSettings("invalid environment: " + "; ".join(reasons)) from None

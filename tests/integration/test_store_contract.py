@@ -1,0 +1,141 @@
+"""The in-memory store keeps the DynamoDB store's contract: the same scenario, the same answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.conversation_store import (
+    ConversationKey,
+    ConversationStore,
+    Duplicate,
+    MessageTooLarge,
+    StateChange,
+    VersionConflict,
+)
+from adapters.dynamodb_store import DynamoDBConversationStore
+from local.aws_resources import create_table
+from memory_core.fold import next_fold
+from memory_core.turn_cap import Streak
+from memory_core.turns import Turn
+from tests.support.in_memory_store import InMemoryConversationStore
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+KEY = ConversationKey("acme", "c1")
+
+
+@pytest.fixture(params=["dynamodb", "in-memory"])
+def store(request, monkeypatch) -> Iterator[ConversationStore]:
+    clock = NOW.timestamp
+    if request.param == "in-memory":
+        yield InMemoryConversationStore(30, clock=clock)
+        return
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, "contract")
+        yield DynamoDBConversationStore(client, "contract", 30, clock=clock)
+
+
+def turn(n: int, role: str = "user", minutes: int | None = None) -> Turn:
+    at = NOW - timedelta(minutes=100 - (n if minutes is None else minutes))
+    return Turn(f"t{n:03d}", role, [{"text": f"turn {n}"}], at)  # type: ignore[arg-type]
+
+
+def record(store: ConversationStore, t: Turn, version: int, lease: datetime | None = None) -> None:
+    store.record_contact_turn(
+        KEY,
+        t,
+        tokens=2,
+        change=StateChange(version, Streak(version + 1, t.sent_at), (t.sent_at,), lease),
+        turn_count=version + 1,
+        decision="model",
+        dropped=0,
+    )
+
+
+def snapshot_of(store: ConversationStore, before: Turn) -> tuple[Any, list[str]]:
+    snap = store.snapshot(KEY, NOW - timedelta(days=30), before.position, 27)
+    return snap.state, [t.id for t in snap.newest_first]
+
+
+def test_turns_come_back_newest_first_before_the_current_one(store):
+    for n in range(5):
+        if n % 2 == 0:
+            record(store, turn(n), n // 2)
+        else:
+            store.record_reply(KEY, turn(n, "assistant"), 3)
+    state, ids = snapshot_of(store, turn(9))
+    assert ids == ["t004", "t003", "t002", "t001", "t000"]
+    assert (state.turns_recorded, state.unfolded_tokens, state.unfolded_turns) == (5, 12, 5)
+    assert state.version == 3
+    assert snapshot_of(store, turn(2))[1] == ["t001", "t000"]
+
+
+def test_a_recorded_id_is_a_duplicate_and_a_stale_version_a_conflict(store):
+    record(store, turn(0), 0)
+    with pytest.raises(Duplicate) as duplicate:
+        record(store, turn(0), 1)
+    assert duplicate.value.first.turn_count == 1
+    assert duplicate.value.first.position == turn(0).position
+    with pytest.raises(VersionConflict):
+        record(store, turn(1), 0)
+    assert store.recorded(KEY, "t001") is None
+    assert snapshot_of(store, turn(9))[1] == ["t000"]
+
+
+def test_an_oversized_turn_is_refused_before_writing(store):
+    huge = Turn("big", "user", [{"text": "x" * 420_000}], NOW)
+    with pytest.raises(MessageTooLarge):
+        record(store, huge, 0)
+    assert store.state(KEY) is None
+
+
+def test_history_range_and_ttl_bound_what_is_read(store):
+    old = Turn("old", "user", [{"text": "old"}], NOW - timedelta(days=31))
+    store.record_reply(KEY, old, 1)
+    record(store, turn(1), 0)
+    assert snapshot_of(store, turn(9))[1] == ["t001"]
+
+
+def test_folds_are_conditional_and_read_what_is_newer_than_the_watermark(store):
+    for n in range(4):
+        store.record_reply(KEY, turn(n, "assistant"), 5)
+    unfolded = store.unfolded_turns(KEY, None, 10)
+    assert [s.turn.id for s in unfolded] == ["t000", "t001", "t002", "t003"]
+    assert [s.tokens for s in unfolded] == [5, 5, 5, 5]
+    first = next_fold(None, [s.turn for s in unfolded[:3]], "one")
+    assert store.commit_fold(KEY, first, expected_version=0, folded_tokens=15, folded_turns=3)
+    assert not store.commit_fold(KEY, first, expected_version=0, folded_tokens=15, folded_turns=3)
+    state = store.state(KEY)
+    assert state.fold == first
+    assert (state.unfolded_tokens, state.unfolded_turns) == (5, 1)
+    assert [s.turn.id for s in store.unfolded_turns(KEY, first.watermark, 10)] == ["t003"]
+    assert [s.turn.id for s in store.unfolded_turns(KEY, None, 2)] == ["t000", "t001"]
+
+
+def test_leases_are_taken_with_a_turn_and_given_back_or_cleared(store):
+    lease = NOW + timedelta(minutes=15)
+    record(store, turn(0), 0, lease=lease)
+    assert store.state(KEY).lease_until == lease.replace(microsecond=0)
+    store.release_lease(KEY, lease + timedelta(seconds=5))
+    assert store.state(KEY).lease_until is not None
+    store.release_lease(KEY, lease)
+    assert store.state(KEY).lease_until is None
+    record(store, turn(1), 1, lease=lease)
+    store.clear_lease(KEY)
+    assert store.state(KEY).lease_until is None
+    store.clear_lease(ConversationKey("acme", "nobody"))
+
+
+def test_expired_state_reads_as_a_fresh_conversation_keeping_its_version(store):
+    long_ago = Turn("t-old", "user", [{"text": "hello"}], NOW - timedelta(days=40))
+    record(store, long_ago, 0)
+    state, ids = snapshot_of(store, turn(9))
+    assert (state.version, state.streak.count, ids) == (1, 0, [])

@@ -1,0 +1,234 @@
+"""An in-memory conversation store with the DynamoDB store's contract.
+
+For simulations of hundreds or thousands of turns: the emulator copies the
+whole table on every transaction, which makes a long conversation quadratic.
+`tests/integration/test_store_contract.py` runs the same scenarios against
+both stores, so this one cannot drift from the real one unnoticed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from adapters.conversation_store import (
+    ConversationKey,
+    Duplicate,
+    RecordedTurn,
+    Snapshot,
+    StateChange,
+    StoredTurn,
+    VersionConflict,
+    check_item_size,
+    content_digest,
+    encode_content,
+)
+from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
+from memory_core.history_range import expires_at, is_expired
+from memory_core.turns import Turn, TurnPosition
+
+
+@dataclass
+class _Conversation:
+    positions: list[TurnPosition] = field(default_factory=list)
+    turns: dict[TurnPosition, StoredTurn] = field(default_factory=dict)
+    expiry: dict[TurnPosition, int] = field(default_factory=dict)
+    markers: dict[str, RecordedTurn] = field(default_factory=dict)
+    state: ConversationState | None = None
+    state_expiry: int | None = None
+
+
+class InMemoryConversationStore:
+    def __init__(self, turn_retention_days: int, clock: Callable[[], float] = time.time) -> None:
+        self._retention_days = turn_retention_days
+        self._clock = clock
+        self._conversations: dict[ConversationKey, _Conversation] = {}
+        self._lock = threading.Lock()
+        self.reads = 0
+        """Turns read by the window and the compactor (the Query's scanned items, here)."""
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)
+
+    def _conversation(self, key: ConversationKey) -> _Conversation:
+        return self._conversations.setdefault(key, _Conversation())
+
+    # -- reads ---------------------------------------------------------------------
+
+    def snapshot(
+        self, key: ConversationKey, since: datetime, before: TurnPosition, page_size: int
+    ) -> Snapshot:
+        conversation = self._conversation(key)
+        state = conversation.state or NEW_CONVERSATION
+        expiry = conversation.state_expiry
+        if conversation.state and expiry is not None and is_expired(expiry, self._now()):
+            state = ConversationState(version=state.version)
+        return Snapshot(state, self._newest_first(conversation, since, before))
+
+    def _newest_first(
+        self, conversation: _Conversation, since: datetime, before: TurnPosition
+    ) -> Iterator[Turn]:
+        now = self._now()
+        end = bisect.bisect_left(conversation.positions, before)
+        for index in range(end - 1, -1, -1):
+            position = conversation.positions[index]
+            if position.sent_at < since:
+                return
+            self.reads += 1
+            if not is_expired(conversation.expiry[position], now):
+                yield conversation.turns[position].turn
+
+    def state(self, key: ConversationKey) -> ConversationState | None:
+        return self._conversation(key).state
+
+    def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None:
+        return self._conversation(key).markers.get(turn_id)
+
+    def unfolded_turns(
+        self, key: ConversationKey, after: TurnPosition | None, limit: int
+    ) -> list[StoredTurn]:
+        conversation = self._conversation(key)
+        now = self._now()
+        start = bisect.bisect_right(conversation.positions, after) if after else 0
+        found: list[StoredTurn] = []
+        for position in conversation.positions[start:]:
+            if len(found) == limit:
+                break
+            self.reads += 1
+            if not is_expired(conversation.expiry[position], now):
+                found.append(conversation.turns[position])
+        return found
+
+    # -- writes --------------------------------------------------------------------
+
+    def record_contact_turn(
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        *,
+        tokens: int,
+        change: StateChange,
+        turn_count: int,
+        decision: str,
+        dropped: int | None,
+    ) -> None:
+        check_item_size(encode_content(turn))
+        with self._lock:
+            conversation = self._conversation(key)
+            self._refuse_duplicate(conversation, turn)
+            current = conversation.state or NEW_CONVERSATION
+            if current.version != change.expected_version:
+                raise VersionConflict()
+            self._add(
+                conversation,
+                turn,
+                tokens=tokens,
+                turn_count=turn_count,
+                decision=decision,
+                dropped=dropped,
+            )
+            conversation.state = replace(
+                current,
+                version=change.expected_version + 1,
+                streak=replace(
+                    change.streak, last_contact_at=change.streak.last_contact_at or turn.sent_at
+                ),
+                recent_contact=change.recent_contact,
+                unfolded_tokens=current.unfolded_tokens + tokens,
+                unfolded_turns=current.unfolded_turns + 1,
+                turns_recorded=current.turns_recorded + 1,
+                lease_until=_whole_second(change.lease_until) or current.lease_until,
+            )
+            conversation.state_expiry = expires_at(turn.sent_at, self._retention_days)
+
+    def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
+        check_item_size(encode_content(turn))
+        with self._lock:
+            conversation = self._conversation(key)
+            self._refuse_duplicate(conversation, turn)
+            self._add(
+                conversation, turn, tokens=tokens, turn_count=None, decision=None, dropped=None
+            )
+            current = conversation.state or NEW_CONVERSATION
+            conversation.state = replace(
+                current,
+                unfolded_tokens=current.unfolded_tokens + tokens,
+                unfolded_turns=current.unfolded_turns + 1,
+                turns_recorded=current.turns_recorded + 1,
+            )
+            conversation.state_expiry = expires_at(turn.sent_at, self._retention_days)
+
+    def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
+        with self._lock:
+            conversation = self._conversation(key)
+            state = conversation.state
+            if state and state.lease_until == _whole_second(lease_until):
+                conversation.state = replace(state, lease_until=None)
+
+    def commit_fold(
+        self,
+        key: ConversationKey,
+        fold: Fold,
+        *,
+        expected_version: int,
+        folded_tokens: int,
+        folded_turns: int,
+    ) -> bool:
+        with self._lock:
+            conversation = self._conversation(key)
+            state = conversation.state
+            if state is None or (state.fold.version if state.fold else 0) != expected_version:
+                return False
+            conversation.state = replace(
+                state,
+                fold=fold,
+                unfolded_tokens=state.unfolded_tokens - folded_tokens,
+                unfolded_turns=state.unfolded_turns - folded_turns,
+                lease_until=None,
+            )
+            return True
+
+    def clear_lease(self, key: ConversationKey) -> None:
+        with self._lock:
+            conversation = self._conversation(key)
+            if conversation.state:
+                conversation.state = replace(conversation.state, lease_until=None)
+
+    def _refuse_duplicate(self, conversation: _Conversation, turn: Turn) -> None:
+        first = conversation.markers.get(turn.id)
+        if first is not None:
+            raise Duplicate(first)
+
+    def _add(
+        self,
+        conversation: _Conversation,
+        turn: Turn,
+        *,
+        tokens: int,
+        turn_count: int | None,
+        decision: str | None,
+        dropped: int | None,
+    ) -> None:
+        position = turn.position
+        bisect.insort(conversation.positions, position)
+        conversation.turns[position] = StoredTurn(turn, tokens)
+        conversation.expiry[position] = expires_at(turn.sent_at, self._retention_days)
+        conversation.markers[turn.id] = RecordedTurn(
+            position=position,
+            role=turn.role,
+            digest=content_digest(turn.role, list(turn.content)),
+            turn_count=turn_count,
+            decision=decision,
+            dropped=dropped,
+        )
+
+
+def _whole_second(instant: datetime | None) -> datetime | None:
+    """The lease as DynamoDB keeps it: epoch seconds."""
+    if instant is None:
+        return None
+    return datetime.fromtimestamp(int(instant.timestamp()), UTC)

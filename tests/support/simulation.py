@@ -1,0 +1,190 @@
+"""A long conversation through the real service and compactor, on in-memory adapters.
+
+The compactor lags: each compaction request is folded only after `lag`
+more turns have arrived. Before every converse call the simulation works
+out whether the unfolded turns still fit what the window is guaranteed to
+hold (the floor, or the token budget and the cap less one exchange's edge):
+within that bound the 2x rule promises that no turn is held by neither.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from compactor.service import Compaction, Compactor
+
+from adapters.conversation_store import ConversationKey
+from adapters.summariser import OfflineSummariser
+from converse_history.service import Caller, ConverseService, Incoming
+from memory_core.rules import RulesDocument, parse_rules
+from memory_core.settings import Settings, load_settings
+from memory_core.tokens import estimate_turn_tokens
+from memory_core.trim import trim_turn
+from memory_core.turns import Turn
+from memory_core.window import Window
+from tests.support.in_memory_store import InMemoryConversationStore
+
+KEY = ConversationKey("sim", "long")
+CALLER = Caller(arn=None, identity_required=False)
+
+
+class StaticRules:
+    def __init__(self, retention_days: int) -> None:
+        self._rules = parse_rules(
+            {"tenants": {"sim": {"maxTurnsPerConversation": 1_000_000}}}, retention_days
+        )
+
+    def current(self) -> RulesDocument:
+        return self._rules
+
+
+class CollectingQueue:
+    def __init__(self) -> None:
+        self.requests: list[ConversationKey] = []
+
+    def request_compaction(self, key: ConversationKey, requested_at: datetime) -> str:
+        self.requests.append(key)
+        return str(len(self.requests))
+
+
+@dataclass
+class Observed:
+    gaps: list[int] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
+    compactions: list[Compaction] = field(default_factory=list)
+
+    def window_built(self, window: Window) -> None:
+        self.windows.append(window)
+
+    def window_bounded(self, window: Window) -> None:
+        pass
+
+    def coverage_gap(self, missing: list[Turn]) -> None:
+        self.gaps.append(len(missing))
+
+    def escalated(self, turn_count: int) -> None:
+        pass
+
+    def compaction_enqueued(self) -> None:
+        pass
+
+    def compaction_request_failed(self, error: Exception) -> None:
+        raise AssertionError(error)
+
+    def commit_retried(self, attempt: int) -> None:
+        pass
+
+    def folded(self, compaction: Compaction) -> None:
+        self.compactions.append(compaction)
+
+    def lost_race(self) -> None:
+        pass
+
+
+@dataclass
+class Tally:
+    calls_within: int = 0
+    calls_beyond: int = 0
+    gaps_within: int = 0
+    gaps_beyond: int = 0
+    prompt_tokens: list[int] = field(default_factory=list)
+    unbounded_tokens: list[int] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Simulation:
+    settings: Settings
+    store: InMemoryConversationStore
+    service: ConverseService
+    compactor: Compactor
+    queue: CollectingQueue
+    observed: Observed
+
+    @classmethod
+    def build(cls, **environment: str) -> Simulation:
+        settings = load_settings(environment)
+        store = InMemoryConversationStore(settings.turn_retention_days)
+        queue = CollectingQueue()
+        observed = Observed()
+        service = ConverseService(
+            store=store,
+            queue=queue,  # type: ignore[arg-type]
+            rules=StaticRules(settings.turn_retention_days),
+            settings=settings,
+            telemetry=observed,
+        )
+        compactor = Compactor(
+            store=store, summariser=OfflineSummariser(), settings=settings, telemetry=observed
+        )
+        return cls(settings, store, service, compactor, queue, observed)
+
+    def within_bound(self) -> bool:
+        state = self.store.state(KEY)
+        if state is None:
+            return True
+        after = state.fold.watermark if state.fold else None
+        unfolded = self.store.unfolded_turns(KEY, after, 1_000_000)
+        limits = self.settings.window_limits
+        if len(unfolded) < limits.floor_messages:
+            return True
+        shape = limits.trim
+        tokens = sum(estimate_turn_tokens(trim_turn(s.turn, shape)) for s in unfolded)
+        edge = shape.head_tokens + shape.tail_tokens + 10  # the exchange's question, trimmed
+        return tokens + edge <= limits.max_tokens and len(unfolded) + 2 <= limits.max_messages
+
+
+def body(rng: random.Random) -> str:
+    """Mixed sizes: mostly short, some paragraphs, a few pasted documents."""
+    kind = rng.choices(["short", "paragraph", "document"], weights=[5, 3, 1])[0]
+    size = {"short": (10, 80), "paragraph": (400, 2000), "document": (4000, 20_000)}[kind]
+    return "w" * rng.randint(*size)
+
+
+def simulate(pairs: int, lag: int, seed: int = 7, **environment: str) -> tuple[Simulation, Tally]:
+    sim = Simulation.build(**environment)
+    rng = random.Random(seed)
+    tally = Tally()
+    due: list[int] = []
+    turns = 0
+    start = datetime.now(UTC) - timedelta(minutes=2 * pairs + 10)
+    history_tokens = 0
+    for n in range(pairs):
+        at = start + timedelta(minutes=2 * n)
+        bounded = sim.within_bound()
+        gaps_before = len(sim.observed.gaps)
+        question = Incoming(id=f"q{n}", role="user", content=[{"text": body(rng)}], sent_at=at)
+        answer = sim.service.converse(KEY.tenant_id, KEY.contact_id, question, CALLER)
+        gap = len(sim.observed.gaps) > gaps_before
+        if bounded:
+            tally.calls_within += 1
+            tally.gaps_within += gap
+        else:
+            tally.calls_beyond += 1
+            tally.gaps_beyond += gap
+        current_tokens = -(-len(question.content[0]["text"]) // 4)
+        memory = answer["memory"]["summary"] if answer["memory"] else ""
+        tally.prompt_tokens.append(
+            answer["window"]["estimatedTokens"] + -(-len(memory) // 4) + current_tokens
+        )
+        tally.unbounded_tokens.append(history_tokens + current_tokens)
+        tally.answers.append(answer)
+        reply = Incoming(
+            id=f"a{n}",
+            role="assistant",
+            content=[{"text": body(rng)}],
+            sent_at=at + timedelta(minutes=1),
+        )
+        sim.service.record(KEY.tenant_id, KEY.contact_id, reply, CALLER)
+        history_tokens += current_tokens + -(-len(reply.content[0]["text"]) // 4)
+        turns += 2
+        due += [turns + lag for _ in sim.queue.requests]
+        sim.queue.requests.clear()
+        ready = [d for d in due if d <= turns]
+        due = [d for d in due if d > turns]
+        for _ in ready:
+            sim.compactor.compact(KEY)
+    return sim, tally

@@ -1,0 +1,81 @@
+from datetime import timedelta
+
+import pytest
+
+from adapters.summariser import OfflineSummariser, cap_summary, transcript
+from memory_core.fold import next_fold
+from memory_core.tokens import estimate_tokens
+from tests.unit.conversation_builders import Clock, alternating, text, tool_result, turn
+
+
+def test_the_first_fold_covers_from_its_oldest_to_its_newest_turn():
+    turns = alternating(Clock(), 6)
+    fold = next_fold(None, turns, "summary")
+    assert (fold.version, fold.turns_folded) == (1, 6)
+    assert fold.covers_from == turns[0].sent_at
+    assert fold.covers_until == turns[-1].sent_at
+    assert fold.watermark == turns[-1].position
+
+
+def test_a_later_fold_keeps_its_start_and_moves_its_watermark():
+    clock = Clock()
+    first = next_fold(None, alternating(clock, 4), "one")
+    newer = alternating(clock, 3)
+    second = next_fold(first, newer, "two")
+    assert (second.version, second.turns_folded) == (2, 7)
+    assert second.covers_from == first.covers_from
+    assert second.watermark == newer[-1].position
+
+
+def test_a_fold_of_nothing_is_refused():
+    with pytest.raises(ValueError, match="at least one turn"):
+        next_fold(None, [], "empty")
+
+
+def test_the_transcript_labels_who_spoke():
+    clock = Clock()
+    turns = [
+        turn(clock, "user", text("Is the fee 1,200 EUR?")),
+        turn(clock, "assistant", text("Yes.")),
+        turn(clock, "user", tool_result("t1", "fee table")),
+    ]
+    lines = transcript(turns).splitlines()
+    assert lines[0].endswith("Contact: Is the fee 1,200 EUR?")
+    assert lines[1].endswith("Agent: Yes.")
+    assert lines[2].endswith("Tool result: fee table")
+
+
+def test_the_offline_summary_is_deterministic_and_extractive():
+    turns = alternating(Clock(), 4, tokens_each=5)
+    summariser = OfflineSummariser()
+    first = summariser.summarise(None, turns, 800)
+    assert first == summariser.summarise(None, turns, 800)
+    assert first.text.count("\n") == 3
+    assert first.input_tokens == estimate_tokens(transcript(turns))
+
+
+def test_the_offline_summary_folds_onto_the_previous_one():
+    clock = Clock()
+    summariser = OfflineSummariser()
+    first = summariser.summarise(None, [turn(clock, "user", text("Fee is 1,200. Thanks"))], 800)
+    second = summariser.summarise(
+        first.text, [turn(clock, "assistant", text("Due 15 March."))], 800
+    )
+    assert second.text.splitlines()[0] == first.text
+    assert second.text.splitlines()[1].endswith("Agent: Due 15 March.")
+
+
+@pytest.mark.parametrize("cap", [50, 100, 800])
+def test_the_offline_summary_stays_within_its_cap_and_says_what_it_left_out(cap):
+    clock = Clock(step=timedelta(hours=1))
+    turns = [turn(clock, "user", text(f"point number {n} about the lease")) for n in range(300)]
+    summary = OfflineSummariser().summarise(None, turns, cap).text
+    assert estimate_tokens(summary) <= cap
+    assert summary.startswith("(earlier points omitted)")
+    assert "point number 299" in summary
+
+
+def test_a_capped_summary_is_cut_visibly():
+    capped = cap_summary("x" * 10_000, 100)
+    assert estimate_tokens(capped) <= 100 + 10
+    assert "tokens omitted" in capped
