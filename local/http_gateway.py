@@ -54,10 +54,16 @@ class LambdaGateway(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, address: tuple[str, int], handler: LambdaHandler) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: LambdaHandler,
+        invocation_lock: threading.Lock | None = None,
+    ) -> None:
         super().__init__(address, _ProxyRequestHandler)
         self.lambda_handler = handler
-        self.invocation_lock = threading.Lock()
+        # Shared with the compaction poller: one invocation at a time in this process.
+        self.invocation_lock = invocation_lock or threading.Lock()
 
     @property
     def url(self) -> str:

@@ -43,6 +43,7 @@ DEFAULT_PORT = 8000
 TABLE_NAME = "conversation-memory-local"
 QUEUE_NAME = "conversation-memory-compaction-local"
 HANDLER_MODULE = "converse_history.handler"
+COMPACTOR_MODULE = "compactor.handler"
 
 EXIT_REFUSED_TO_START = 2
 """Bad settings, bad rules, a bad PORT: the operator has something to fix."""
@@ -66,13 +67,23 @@ class BackgroundWorker(Protocol):
     def stop(self) -> None: ...
 
 
-def background_workers(handler: ModuleType) -> list[BackgroundWorker]:
-    """The workers to run beside the gateway, given the loaded converse handler.
+def background_workers(
+    environ: MutableMapping[str, str], invocations: threading.Lock
+) -> list[BackgroundWorker]:
+    """The workers to run beside the gateway: the compactor, fed from the local queue."""
+    import boto3  # noqa: PLC0415 (after configure_environment, which points it at the emulation)
 
-    The compactor's poller of the local compaction queue (SPEC 9) joins this
-    list; the runner starts and stops whatever is here.
-    """
-    return []
+    from local.compaction_poller import CompactionPoller  # noqa: PLC0415 (needs functions/)
+
+    compactor = load_handler(COMPACTOR_MODULE)
+    return [
+        CompactionPoller(
+            boto3.client("sqs"),
+            environ["COMPACTION_QUEUE_URL"],
+            compactor.lambda_handler,
+            invocations,
+        )
+    ]
 
 
 class StartRefused(Exception):
@@ -191,13 +202,13 @@ def create_resources(environ: MutableMapping[str, str]) -> None:
     environ["COMPACTION_QUEUE_URL"] = queue_url
 
 
-def load_handler() -> ModuleType:
-    """Import the converse handler: its import is the cold start, and validates everything."""
+def load_handler(module: str = HANDLER_MODULE) -> ModuleType:
+    """Import a Lambda's handler: its import is the cold start, and validates everything."""
     from memory_core.rules import InvalidRules  # noqa: PLC0415 (needs functions/ on the path)
     from memory_core.settings import InvalidSettings  # noqa: PLC0415
 
     try:
-        return importlib.import_module(HANDLER_MODULE)
+        return importlib.import_module(module)
     except (InvalidSettings, InvalidRules) as refusal:
         raise StartRefused(str(refusal)) from None
 
@@ -233,10 +244,11 @@ def run(environ: MutableMapping[str, str], stop: StopSignals) -> int:
         create_resources(environ)
         handler = load_handler()
         handler.RULES.install_sighup_reload()
-        for worker in background_workers(handler):
+        invocations = threading.Lock()
+        for worker in background_workers(environ, invocations):
             worker.start()
             running.callback(worker.stop)
-        gateway = start_gateway(running, port, handler)
+        gateway = start_gateway(running, port, handler, invocations)
 
         print(f"rules from {environ['RULES_FILE']} (kill -HUP {os.getpid()} re-reads them)")
         print(f"listening on {gateway.url}", flush=True)
@@ -257,9 +269,11 @@ def start_emulation(running: contextlib.ExitStack) -> str:
     return emulation.endpoint_url
 
 
-def start_gateway(running: contextlib.ExitStack, port: int, handler: ModuleType) -> LambdaGateway:
+def start_gateway(
+    running: contextlib.ExitStack, port: int, handler: ModuleType, invocations: threading.Lock
+) -> LambdaGateway:
     try:
-        gateway = LambdaGateway((LOOPBACK, port), handler.lambda_handler)
+        gateway = LambdaGateway((LOOPBACK, port), handler.lambda_handler, invocations)
     except OSError as error:
         raise StartRefused(f"cannot listen on {LOOPBACK}:{port}: {error.strerror}") from None
     serving = ServingThread(gateway)
