@@ -10,12 +10,13 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: help install run lint format test validate-rules clean
+.PHONY: help install run lint format test synth validate-rules clean
 
 help:
 	@echo "make run             the service on 127.0.0.1:\$${PORT:-8000} over an embedded AWS emulation"
 	@echo "make test            lint, then every test"
 	@echo "make lint            ruff (lint + format check) and mypy"
+	@echo "make synth           the CloudFormation template in cdk.out, offline, no credentials"
 	@echo "make format          apply ruff's fixes and formatting"
 	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
 
@@ -44,9 +45,21 @@ format: install
 test: lint
 	$(BIN)/pytest
 
+# The CDK CLI, pinned in package.json/package-lock.json and installed into the repo.
+CDK := node_modules/.bin/cdk
+
+$(CDK): package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
+SYNTH_OUTDIR ?= cdk.out
+SYNTH_ARGS ?=
+synth: install $(CDK)
+	$(CDK) synth --no-notices --quiet --output $(SYNTH_OUTDIR) $(SYNTH_ARGS)
+
 RULES ?= rules.example.json
 validate-rules: install
 	PYTHONPATH=functions $(BIN)/python -m rules_cli validate $(RULES)
 
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache .hypothesis

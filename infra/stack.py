@@ -1,15 +1,97 @@
-"""The one stack users deploy with `cdk deploy`.
-
-It composes one construct per concern (storage, compaction, API, workflow,
-rules config, monitoring); each arrives with the part of the service it hosts.
-"""
+"""The one stack users deploy with `cdk deploy`: one construct per concern."""
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from typing import Any
+
+from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
 from constructs import Construct
+
+from infra.api import Api
+from infra.compaction import Compaction
+from infra.config import DeploymentConfig
+from infra.converse import ConverseHistory
+from infra.monitoring import Monitoring
+from infra.rules_config import RulesConfig
+from infra.service_function import powertools_layer
+from infra.storage import Storage
+from infra.workflow import Workflow
 
 
 class ConversationMemoryStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
-        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeploymentConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        layer = powertools_layer(self)
+        storage = Storage(self, "Storage", config=config)
+        rules = RulesConfig(self, "Rules", config=config)
+        compaction = Compaction(self, "Compaction", config=config, table=storage.table, layer=layer)
+        converse = ConverseHistory(
+            self,
+            "Converse",
+            config=config,
+            table=storage.table,
+            queue=compaction.queue,
+            rules=rules,
+            layer=layer,
+        )
+        api = Api(self, "Api", config=config, handler=converse.function)
+        workflow = Workflow(self, "Workflow", config=config, history=converse.function)
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            history=converse.function,
+            compactor=compaction.compactor.function,
+            dead_letters=compaction.dead_letters,
+        )
+        self.storage, self.rules, self.compaction = storage, rules, compaction
+        self.converse, self.api, self.workflow = converse, api, workflow
+        CfnOutput(self, "ApiUrl", value=api.rest_api.url)
+        CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
+        CfnOutput(self, "TableName", value=storage.table.table_name)
+        CfnOutput(self, "EventBusName", value=workflow.bus.event_bus_name)
+        CfnOutput(self, "HistoryFunctionName", value=converse.function.function_name)
+        self._acknowledge_findings()
+
+    def _acknowledge_findings(self) -> None:
+        """The cdk-nag findings this design accepts, each with its one-line reason."""
+        xray = "X-Ray's PutTraceSegments and PutTelemetryRecords take no resource but *"
+        pinned = "Pinned to python3.13, the runtime this release is built and tested for"
+        acknowledgments = [
+            (self.api, "AwsSolutions-APIG3", "IAM-signed callers only; a WAF adds nothing here"),
+            (self.api, "AwsSolutions-COG4", "Callers are IAM principals mapped to tenants"),
+            (
+                self.api,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AmazonAPIGatewayPushToCloudWatchLogs]",
+                "API Gateway's account logging role uses the policy AWS documents for it",
+            ),
+            (
+                self.api.health_method,
+                "AwsSolutions-APIG4",
+                "Health is a public probe; reads nothing",
+            ),
+            (
+                self.compaction.dead_letters,
+                "AwsSolutions-SQS3",
+                "This queue is the dead-letter queue",
+            ),
+            (self.compaction.compactor, "AwsSolutions-IAM5[Resource::*]", xray),
+            (self.converse.service, "AwsSolutions-IAM5[Resource::*]", xray),
+            (
+                self.workflow,
+                "AwsSolutions-IAM5[Resource::*]",
+                "X-Ray and CloudWatch Logs' vended log delivery take no resource but *",
+            ),
+            (
+                self.workflow,
+                "AwsSolutions-IAM5[Resource::<ConverseHistoryFunctionD6908C78.Arn>:*]",
+                "Invoking the history Lambda includes its versions (ARN:*), as LambdaInvoke grants",
+            ),
+            (self.compaction.compactor, "AwsSolutions-L1", pinned),
+            (self.converse.service, "AwsSolutions-L1", pinned),
+        ]
+        for construct, rule, reason in acknowledgments:
+            Validations.of(construct).acknowledge(Acknowledgment(id=rule, reason=reason))

@@ -38,6 +38,7 @@ from converse_history.environment import Environment, load_environment
 from converse_history.errors import ApiError, invalid, not_found
 from converse_history.service import Caller, ConverseService, Incoming
 from converse_history.telemetry import PowertoolsTelemetry
+from memory_core.converse_shape import sdk_member_names
 from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.settings import Settings, load_settings
 
@@ -220,9 +221,13 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
         caller = Caller(arn=None, identity_required=False)
         if action == "converse":
             request = ConverseRequest.model_validate({"message": event.get("message")})
-            return SERVICE.converse(
+            answer = SERVICE.converse(
                 tenant_id, contact_id, _incoming(request.message, "user"), caller
             )
+            if "converse" in answer:
+                # The workflow hands this to Bedrock through the SDK integration.
+                answer["converseForStepFunctions"] = sdk_member_names(answer["converse"])
+            return answer
         if action == "record":
             fields = {k: v for k, v in event.items() if k not in _DIRECT_KEYS}
             body = RecordTurnRequest.model_validate(fields)

@@ -51,3 +51,21 @@ def converse_fragment(
 
 def _is_empty_text(block: ContentBlock) -> bool:
     return "text" in block and not block["text"].strip()
+
+
+# Step Functions' AWS SDK integrations name every member as the API reference
+# does (`Messages`, `Role`, `Content`, `Text`); tool inputs and JSON results are
+# the caller's own documents and keep their keys.
+_OPAQUE_MEMBERS = {"input", "json"}
+
+
+def sdk_member_names(value: Any) -> Any:
+    """A Converse fragment with its member names as Step Functions' SDK integration wants."""
+    if isinstance(value, list):
+        return [sdk_member_names(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            key[:1].upper() + key[1:]: item if key in _OPAQUE_MEMBERS else sdk_member_names(item)
+            for key, item in value.items()
+        }
+    return value

@@ -1,4 +1,9 @@
-from memory_core.converse_shape import converse_fragment, converse_messages, converse_system
+from memory_core.converse_shape import (
+    converse_fragment,
+    converse_messages,
+    converse_system,
+    sdk_member_names,
+)
 from tests.unit.conversation_builders import (
     Clock,
     alternating,
@@ -93,3 +98,38 @@ def test_the_current_message_is_never_trimmed_even_at_40000_characters():
     fragment = converse_fragment(window.turns, current, None)
     assert fragment["messages"][-1]["content"][-1] == {"text": pasted}
     assert all(current.id != t.id for t in window.turns)
+
+
+def test_step_functions_gets_the_member_names_of_the_api_reference():
+    fragment = {
+        "system": [{"text": "memory"}, {"cachePoint": {"type": "default"}}],
+        "messages": [
+            {"role": "user", "content": [{"text": "q"}]},
+            {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "t1", "name": "n", "input": {"lower": 1}}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": {"toolUseId": "t1", "content": [{"json": {"keep": "me"}}]}}
+                ],
+            },
+        ],
+    }
+    assert sdk_member_names(fragment) == {
+        "System": [{"Text": "memory"}, {"CachePoint": {"Type": "default"}}],
+        "Messages": [
+            {"Role": "user", "Content": [{"Text": "q"}]},
+            {
+                "Role": "assistant",
+                "Content": [{"ToolUse": {"ToolUseId": "t1", "Name": "n", "Input": {"lower": 1}}}],
+            },
+            {
+                "Role": "user",
+                "Content": [
+                    {"ToolResult": {"ToolUseId": "t1", "Content": [{"Json": {"keep": "me"}}]}}
+                ],
+            },
+        ],
+    }

@@ -1,0 +1,86 @@
+"""The deployment's configuration, validated at synth by the service's own models.
+
+Settings come from CDK context (`-c NAME=value`) or, failing that, the synth
+process's environment, under the same names as the Lambdas' variables. They
+go through `load_settings`, so a window below twice the fold fails
+`cdk synth` with the validator's message, before anything reaches AWS; the
+initial rules document goes through `parse_rules` the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from constructs import Node
+
+from memory_core.rules import parse_rules
+from memory_core.settings import FIELDS, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+# CloudWatch Logs accepts these retentions (in days) only.
+RETENTION_CHOICES = {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731}
+DEFAULT_MODEL_ID = "amazon.nova-lite-v1:0"
+
+
+@dataclass(frozen=True)
+class DeploymentConfig:
+    settings: Settings
+    stage: Literal["prod", "dev"]
+    summariser: Literal["bedrock", "offline"]
+    bedrock_model_id: str
+    rules_document: dict[str, Any]
+    log_retention_days: int
+    api_rate_limit: int
+    api_burst_limit: int
+    converse_p99_alarm_ms: int
+
+    @property
+    def production(self) -> bool:
+        return self.stage == "prod"
+
+    def settings_environment(self) -> dict[str, str]:
+        """The settings as the Lambdas read them: one variable per field."""
+        return {name.upper(): str(getattr(self.settings, name)) for name in FIELDS}
+
+
+def load_config(node: Node, environ: Mapping[str, str]) -> DeploymentConfig:
+    def value(name: str, default: str | None = None) -> str | None:
+        found = node.try_get_context(name)
+        if found is None:
+            found = environ.get(name, default)
+        return None if found is None else str(found)
+
+    settings_values = {
+        name.upper(): found for name in FIELDS if (found := value(name.upper())) is not None
+    }
+    settings = load_settings(settings_values)
+    rules_path = ROOT / (value("rulesFile", "rules.example.json") or "")
+    rules_document = json.loads(rules_path.read_text(encoding="utf-8"))
+    parse_rules(rules_document, settings.turn_retention_days)
+    stage = value("stage", "prod")
+    if stage not in ("prod", "dev"):
+        raise ValueError(f"context stage must be 'prod' or 'dev', not {stage!r}")
+    summariser = value("summariser", "bedrock")
+    if summariser not in ("bedrock", "offline"):
+        raise ValueError(f"context summariser must be 'bedrock' or 'offline', not {summariser!r}")
+    log_retention_days = int(value("logRetentionDays", "30") or 30)
+    if log_retention_days not in RETENTION_CHOICES:
+        raise ValueError(
+            f"context logRetentionDays must be one of {sorted(RETENTION_CHOICES)}, "
+            f"not {log_retention_days}"
+        )
+    return DeploymentConfig(
+        settings=settings,
+        stage=stage,  # type: ignore[arg-type]
+        summariser=summariser,  # type: ignore[arg-type]
+        bedrock_model_id=value("bedrockModelId", DEFAULT_MODEL_ID) or DEFAULT_MODEL_ID,
+        rules_document=rules_document,
+        log_retention_days=log_retention_days,
+        api_rate_limit=int(value("apiRateLimit", "50") or 50),
+        api_burst_limit=int(value("apiBurstLimit", "100") or 100),
+        converse_p99_alarm_ms=int(value("converseP99AlarmMs", "1500") or 1500),
+    )

@@ -1,0 +1,69 @@
+"""The converse-history Lambda: its settings, its table and queue rights, its rules."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import DeploymentConfig
+from infra.rules_config import RulesConfig
+from infra.service_function import ServiceFunction
+
+
+class ConverseHistory(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        table: dynamodb.TableV2,
+        queue: sqs.Queue,
+        rules: RulesConfig,
+        layer: lambda_.ILayerVersion,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.service = ServiceFunction(
+            self,
+            "History",
+            config=config,
+            handler="converse_history.handler.lambda_handler",
+            service_name="converse-history",
+            layer=layer,
+            environment={
+                "TABLE_NAME": table.table_name,
+                "COMPACTION_QUEUE_URL": queue.queue_url,
+                "CALLER_IDENTITY": "required",
+                "RULES_MAX_AGE_SECONDS": "45",
+                **rules.lambda_environment(),
+            },
+            timeout=Duration.seconds(10),
+        )
+        self.function = self.service.function
+        role = self.service.role
+        # TransactWriteItems needs the actions of the items it writes.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:Query",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:ConditionCheckItem",
+                ],
+                resources=[table.table_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queue.queue_arn])
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["appconfig:StartConfigurationSession", "appconfig:GetLatestConfiguration"],
+                resources=[rules.profile_arn()],
+            )
+        )

@@ -1,0 +1,143 @@
+"""Alarms on what loses or hides conversation, and a dashboard of the memory's figures."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import DeploymentConfig
+
+NAMESPACE = "ConversationMemory"
+
+
+def service_metric(name: str, service: str, statistic: str = "Sum") -> cloudwatch.Metric:
+    """A Powertools metric: the namespace, and the `service` dimension it adds."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": service},
+        statistic=statistic,
+        period=Duration.minutes(5),
+    )
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        history: lambda_.IFunction,
+        compactor: lambda_.IFunction,
+        dead_letters: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        five_minutes = Duration.minutes(5)
+        self.alarms = {
+            "DeadLetters": cloudwatch.Alarm(
+                self,
+                "DeadLettersWaiting",
+                alarm_description="A compaction request failed every retry: its turns are unfolded",
+                metric=dead_letters.metric_approximate_number_of_messages_visible(
+                    period=five_minutes, statistic="Maximum"
+                ),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+            ),
+            "CompactorErrors": cloudwatch.Alarm(
+                self,
+                "CompactorErrors",
+                alarm_description="The compactor Lambda failed",
+                metric=compactor.metric_errors(period=five_minutes),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+            ),
+            "ConverseErrors": cloudwatch.Alarm(
+                self,
+                "ConverseErrors",
+                alarm_description="The converse-history Lambda failed (a 5xx)",
+                metric=history.metric_errors(period=five_minutes),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+            ),
+            "CoverageGaps": cloudwatch.Alarm(
+                self,
+                "CoverageGaps",
+                alarm_description="Turns held by neither the fold nor the window: context lost",
+                metric=service_metric("CoverageGaps", "converse-history"),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            "ConverseLatency": cloudwatch.Alarm(
+                self,
+                "ConverseLatency",
+                alarm_description="The converse call's p99 duration is over its budget",
+                metric=history.metric_duration(period=five_minutes, statistic="p99"),
+                threshold=config.converse_p99_alarm_ms,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=3,
+            ),
+        }
+
+        def history_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
+            return service_metric(name, "converse-history", statistic)
+
+        def compactor_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
+            return service_metric(name, "compactor", statistic)
+
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="History window: messages",
+                left=[
+                    history_metric("HistoryMessagesKept"),
+                    history_metric("HistoryMessagesDropped"),
+                    history_metric("HistoryMessagesTrimmed"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="History window: tokens",
+                left=[
+                    history_metric("WindowTokens", "Average"),
+                    history_metric("WindowTokens", "p99"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Escalations, compactions, coverage gaps",
+                left=[
+                    history_metric("Escalations"),
+                    history_metric("CompactionsEnqueued"),
+                    history_metric("CoverageGaps"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Fold",
+                left=[compactor_metric("TurnsFolded"), compactor_metric("FoldVersionConflicts")],
+                right=[compactor_metric("FoldDuration", "p99")],
+            ),
+            cloudwatch.GraphWidget(
+                title="Summariser tokens",
+                left=[
+                    compactor_metric("SummariserInputTokens"),
+                    compactor_metric("SummariserOutputTokens"),
+                    compactor_metric("SummaryTokens", "Average"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Latency and errors",
+                left=[
+                    history.metric_duration(statistic="p99"),
+                    history.metric_duration(statistic="p50"),
+                ],
+                right=[history.metric_errors(), compactor.metric_errors()],
+            ),
+        )

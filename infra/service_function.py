@@ -1,0 +1,86 @@
+"""One way to build the service's Lambdas: python3.13 on arm64, the Powertools layer,
+active tracing, a log group with retention, and a role of its own.
+
+The code asset is `functions/` as it is: every runtime dependency (Powertools,
+pydantic, the X-Ray SDK) comes from the public Powertools layer and boto3 from
+the runtime, so nothing is bundled and nothing needs Docker.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra.config import ROOT, DeploymentConfig
+from infra.log_retention import retention
+
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# Resolved by CloudFormation at deploy time from AWS's public parameter, not at synth.
+POWERTOOLS_LAYER_PARAMETER = "/aws/service/powertools/python/arm64/python3.13/latest"
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "rules_cli.py"]
+
+
+def powertools_layer(scope: Construct) -> lambda_.ILayerVersion:
+    arn = ssm.StringParameter.value_for_string_parameter(scope, POWERTOOLS_LAYER_PARAMETER)
+    return lambda_.LayerVersion.from_layer_version_arn(scope, "PowertoolsLayer", arn)
+
+
+class ServiceFunction(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        handler: str,
+        service_name: str,
+        layer: lambda_.ILayerVersion,
+        environment: dict[str, str],
+        timeout: Duration,
+        memory_mb: int = 512,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=retention(config.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{service_name}: its own logs, and what its adapters call",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            code=lambda_.Code.from_asset(str(ROOT / "functions"), exclude=ASSET_EXCLUDES),
+            handler=handler,
+            layers=[layer],
+            role=self.role,
+            log_group=self.log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            timeout=timeout,
+            memory_size=memory_mb,
+            environment={
+                "POWERTOOLS_SERVICE_NAME": service_name,
+                "POWERTOOLS_METRICS_NAMESPACE": "ConversationMemory",
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                **config.settings_environment(),
+                **environment,
+            },
+        )
