@@ -15,3 +15,9 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "conversation-memory-tests")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "ConversationMemoryTests")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from tests.support import reliability
+
+    reliability.write()

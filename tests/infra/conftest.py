@@ -22,9 +22,11 @@ def synthesise(context: dict[str, str] | None = None) -> tuple[Any, Template]:
 
 @pytest.fixture(scope="session")
 def synthesised() -> tuple[Any, Template]:
-    for name in [n for n in os.environ if n.startswith(("AWS_", "CDK_DEFAULT"))]:
-        os.environ.pop(name)
-    return synthesise()
+    """Synthesised with no AWS credentials or account in sight, as `cdk synth` runs offline."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith(("AWS_", "CDK_DEFAULT"))]:
+            patch.delenv(name)
+        return synthesise()
 
 
 @pytest.fixture(scope="session")
