@@ -37,56 +37,56 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         five_minutes = Duration.minutes(5)
-        self.alarms = {
-            "DeadLetters": cloudwatch.Alarm(
+
+        def alarm(
+            name: str,
+            description: str,
+            metric: cloudwatch.IMetric,
+            threshold: float = 0,
+            periods: int = 1,
+        ) -> cloudwatch.Alarm:
+            return cloudwatch.Alarm(
                 self,
+                name,
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=periods,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        self.alarms = [
+            alarm(
                 "DeadLettersWaiting",
-                alarm_description="A compaction request failed every retry: its turns are unfolded",
-                metric=dead_letters.metric_approximate_number_of_messages_visible(
+                "A compaction request failed every retry: its turns are unfolded",
+                dead_letters.metric_approximate_number_of_messages_visible(
                     period=five_minutes, statistic="Maximum"
                 ),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
             ),
-            "CompactorErrors": cloudwatch.Alarm(
-                self,
+            alarm(
                 "CompactorErrors",
-                alarm_description="The compactor Lambda failed",
-                metric=compactor.metric_errors(period=five_minutes),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
+                "The compactor Lambda failed",
+                compactor.metric_errors(period=five_minutes),
             ),
-            "ConverseErrors": cloudwatch.Alarm(
-                self,
+            alarm(
                 "ConverseErrors",
-                alarm_description="The converse-history Lambda failed (a 5xx)",
-                metric=history.metric_errors(period=five_minutes),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
+                "The converse-history Lambda failed (a 5xx)",
+                history.metric_errors(period=five_minutes),
             ),
-            "CoverageGaps": cloudwatch.Alarm(
-                self,
+            alarm(
                 "CoverageGaps",
-                alarm_description="Turns held by neither the fold nor the window: context lost",
-                metric=service_metric("CoverageGaps", "converse-history"),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "Turns held by neither the fold nor the window: context lost",
+                service_metric("CoverageGaps", "converse-history"),
             ),
-            "ConverseLatency": cloudwatch.Alarm(
-                self,
+            alarm(
                 "ConverseLatency",
-                alarm_description="The converse call's p99 duration is over its budget",
-                metric=history.metric_duration(period=five_minutes, statistic="p99"),
+                "The converse call's p99 duration is over its budget",
+                history.metric_duration(period=five_minutes, statistic="p99"),
                 threshold=config.converse_p99_alarm_ms,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=3,
+                periods=3,
             ),
-        }
+        ]
 
         def history_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
             return service_metric(name, "converse-history", statistic)

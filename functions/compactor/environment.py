@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory_core.settings import InvalidSettings
+from memory_core.settings import from_environment
 
 
 class CompactorEnvironment(BaseModel):
@@ -26,15 +25,4 @@ class CompactorEnvironment(BaseModel):
 
 
 def load_compactor_environment(environ: Mapping[str, str] | None = None) -> CompactorEnvironment:
-    source = os.environ if environ is None else environ
-    names = CompactorEnvironment.model_fields
-    values = {name: source[name.upper()] for name in names if name.upper() in source}
-    try:
-        return CompactorEnvironment.model_validate(values)
-    except ValidationError as error:
-        reasons = [
-            f"{'.'.join(str(p) for p in e['loc']).upper() or 'environment'}: "
-            + str(e["msg"]).removeprefix("Value error, ")
-            for e in error.errors()
-        ]
-        raise InvalidSettings("invalid environment: " + "; ".join(reasons)) from None
+    return from_environment(CompactorEnvironment, environ, "compactor environment")

@@ -6,14 +6,13 @@ AppConfig source without its names fails the cold start, not the first call.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-from memory_core.settings import InvalidSettings
+from memory_core.settings import from_environment
 
 
 class Environment(BaseModel):
@@ -44,15 +43,4 @@ class Environment(BaseModel):
 
 
 def load_environment(environ: Mapping[str, str] | None = None) -> Environment:
-    source = os.environ if environ is None else environ
-    names = Environment.model_fields
-    values = {name: source[name.upper()] for name in names if name.upper() in source}
-    try:
-        return Environment.model_validate(values)
-    except ValidationError as error:
-        reasons = [
-            f"{'.'.join(str(p) for p in e['loc']).upper() or 'environment'}: "
-            + str(e["msg"]).removeprefix("Value error, ")
-            for e in error.errors()
-        ]
-        raise InvalidSettings("invalid environment: " + "; ".join(reasons)) from None
+    return from_environment(Environment, environ, "environment")

@@ -55,21 +55,37 @@ TenantId = Annotated[
     str, Path(pattern=TENANT_ID_PATTERN, description="the tenant, as in the rules")
 ]
 ContactId = Annotated[str, Path(pattern=CONTACT_ID_PATTERN, description="the contact")]
+_ERROR_DESCRIPTIONS = {
+    400: "invalid request; the message names the field",
+    403: "the caller may not act for this tenant",
+    404: "unknown tenant",
+    409: "the message id was recorded before with other content, or the conversation was busy",
+    413: "the message is over the store's item limit; nothing written",
+    422: "sentAt more than 5 minutes in the future; nothing written",
+    429: "rate_limited: over the tenant's rate limit; not recorded",
+}
 ERRORS: dict[int, Any] = {
     status: {
         "description": description,
         "content": {"application/json": {"model": ErrorResponse}},
     }
-    for status, description in {
-        400: "invalid request; the message names the field",
-        403: "the caller may not act for this tenant",
-        404: "unknown tenant, or nothing recorded",
-        409: "the message id was recorded before with other content",
-        413: "the message is over the store's item limit; nothing written",
-        422: "sentAt more than 5 minutes in the future",
-        429: "rate_limited: over the tenant's rate limit; not recorded",
-    }.items()
+    for status, description in _ERROR_DESCRIPTIONS.items()
 }
+
+
+def _answers(success: int, description: str, *errors: int, **described: str) -> dict[int, Any]:
+    """A route's documented answers: its success (body from the return annotation), its errors.
+
+    With `responses=` Powertools documents only what it is given, so the success
+    is listed here too; `described` rewords an error for the route (`e404=...`).
+    """
+    answers: dict[int, Any] = {success: {"description": description}}
+    for status in errors:
+        answers[status] = {
+            **ERRORS[status],
+            "description": described.get(f"e{status}", ERRORS[status]["description"]),
+        }
+    return answers
 
 
 def _rules_source(environment: Environment, settings: Settings) -> RulesSource:
@@ -119,7 +135,11 @@ def _incoming(body: MessageBody, role: str) -> Incoming:
 
 
 @app.post(
-    f"{BASE}/converse", responses=ERRORS, summary="record the contact's message, get the history"
+    f"{BASE}/converse",
+    responses=_answers(
+        200, "the decision and the bounded history", 400, 403, 404, 409, 413, 422, 429
+    ),
+    summary="record the contact's message, get the history",
 )
 @tracer.capture_method(capture_response=False)  # responses hold message text
 def converse(tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest) -> ConverseResponse:
@@ -127,7 +147,12 @@ def converse(tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest) 
     return ConverseResponse.model_validate(result)
 
 
-@app.post(f"{BASE}/turns", responses=ERRORS, status_code=201, summary="record a reply")
+@app.post(
+    f"{BASE}/turns",
+    status_code=201,
+    responses=_answers(201, "the turn as recorded", 400, 403, 404, 409, 413, 422),
+    summary="record a reply",
+)
 @tracer.capture_method(capture_response=False)  # responses hold message text
 def record_turn(
     tenant_id: TenantId, contact_id: ContactId, body: RecordTurnRequest
@@ -136,7 +161,18 @@ def record_turn(
     return RecordTurnResponse.model_validate(result)
 
 
-@app.get(f"{BASE}/memory", responses=ERRORS, summary="the fold and the counters")
+@app.get(
+    f"{BASE}/memory",
+    responses=_answers(
+        200,
+        "the fold and the counters",
+        400,
+        403,
+        404,
+        e404="unknown tenant, or nothing recorded for the contact",
+    ),
+    summary="the fold and the counters",
+)
 @tracer.capture_method(capture_response=False)  # responses hold message text
 def read_memory(tenant_id: TenantId, contact_id: ContactId) -> MemoryResponse:
     result = SERVICE.memory(tenant_id, contact_id, _caller())

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Self
+from typing import Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from memory_core.trim import TrimShape
 from memory_core.window import WindowLimits
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class InvalidSettings(ValueError):
@@ -113,12 +115,18 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     the process environment is not consulted at all, so tests and the
     synth-time check see exactly what they pass.
     """
+    return from_environment(Settings, environ, "service settings")
+
+
+def from_environment(model: type[M], environ: Mapping[str, str] | None, what: str) -> M:
+    """A model of environment variables (one per field, its name upper-cased), validated."""
     source = os.environ if environ is None else environ
-    values = {name: source[name.upper()] for name in FIELDS if name.upper() in source}
+    names = model.model_fields
+    values = {name: source[name.upper()] for name in names if name.upper() in source}
     try:
-        return Settings.model_validate(values)
+        return model.model_validate(values)
     except ValidationError as error:
-        raise InvalidSettings(describe_errors(error)) from None
+        raise InvalidSettings(f"invalid {what}: " + describe_errors(error)) from None
 
 
 FIELDS = tuple(Settings.model_fields)
@@ -129,10 +137,11 @@ def describe_errors(error: ValidationError) -> str:
     reasons = []
     for detail in error.errors():
         field = ".".join(str(part) for part in detail["loc"]).upper()
+        message = str(detail["msg"]).removeprefix("Value error, ")
         if detail["type"] in _POSITIVE_INTEGER_ERRORS:
             reasons.append(f"{field}: must be a positive integer (got {detail['input']!r})")
         elif field:
-            reasons.append(f"{field}: {detail['msg']} (got {detail['input']!r})")
+            reasons.append(f"{field}: {message} (got {detail['input']!r})")
         else:
-            reasons.append(detail["msg"].removeprefix("Value error, "))
-    return "invalid service settings: " + "; ".join(reasons)
+            reasons.append(message)
+    return "; ".join(reasons)
