@@ -33,7 +33,14 @@ def estimate_turn_tokens(turn: Turn) -> int:
 
 
 def estimate_content_tokens(content: Sequence[ContentBlock]) -> int:
-    return chars_to_tokens(sum(len(text) for text in readable_texts(content)))
+    chars = 0
+    for block in content:
+        # The common block, a text, without the generator; every other kind through it.
+        if "text" in block:
+            chars += len(block["text"])
+        else:
+            chars += sum(len(text) for text in readable_texts((block,)))
+    return -(-chars // CHARS_PER_TOKEN)
 
 
 def readable_texts(content: Sequence[ContentBlock]) -> Iterator[str]:

@@ -57,9 +57,19 @@ def trim_turn(turn: Turn, shape: TrimShape) -> Turn:
     are kept, and each block that lost characters says how many tokens it lost.
     A tool call's input is never cut: it must stay the JSON the model sent.
     """
-    if estimate_content_tokens(turn.content) <= shape.max_message_tokens:
+    content = turn.content
+    if len(content) == 1 and "text" in content[0]:
+        # The usual turn, one text block: the same cut without the cursor's walk.
+        block = content[0]
+        text = block["text"]
+        if chars_to_tokens(len(text)) <= shape.max_message_tokens:
+            return turn
+        if len(text) <= tokens_to_chars(shape.head_tokens + shape.tail_tokens):
+            return turn
+        return turn.with_content([{**block, "text": _cut(text, 0, len(text), shape)}])
+    if estimate_content_tokens(content) <= shape.max_message_tokens:
         return turn
-    total = sum(len(text) for text in _trimmable_texts(turn.content))
+    total = sum(len(text) for text in _trimmable_texts(content))
     if total <= tokens_to_chars(shape.head_tokens + shape.tail_tokens):
         return turn
     cursor = _Cursor(total, shape)

@@ -14,10 +14,10 @@ answer or a tool result is rejected).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory_core.tokens import estimate_turn_tokens
+from memory_core.tokens import CHARS_PER_TOKEN, estimate_content_tokens
 from memory_core.trim import TrimShape, trim_turn
 from memory_core.turns import Turn, TurnPosition
 
@@ -49,35 +49,6 @@ class Window:
         return self.turns[0].position if self.turns else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    original: Turn
-    turn: Turn
-    tokens: int
-
-    @property
-    def was_trimmed(self) -> bool:
-        return self.turn is not self.original
-
-
-class _Reader:
-    """Pulls candidates one at a time, trimming each as it is read."""
-
-    def __init__(self, newest_first: Iterable[Turn], trim: TrimShape) -> None:
-        self._source: Iterator[Turn] = iter(newest_first)
-        self._trim = trim
-        self.read: list[_Entry] = []
-
-    def pull(self) -> _Entry | None:
-        original = next(self._source, None)
-        if original is None:
-            return None
-        turn = trim_turn(original, self._trim)
-        entry = _Entry(original, turn, estimate_turn_tokens(turn))
-        self.read.append(entry)
-        return entry
-
-
 def build_window(
     newest_first: Iterable[Turn],
     limits: WindowLimits,
@@ -89,60 +60,109 @@ def build_window(
     `candidate_count`, when the caller knows it, makes `dropped` count every
     candidate left out; without it (or when it is below what was read),
     `dropped` counts the candidates read and left out.
+
+    The turns read are kept in parallel lists (the original, the trimmed
+    turn, its estimate, whether it is a question), and the window is always
+    a prefix of them: `kept` is a count. This runs once per converse call
+    over at most `max_messages + 1` turns, so its per-turn cost is the
+    window's cost (see docs/performance.md).
     """
-    reader = _Reader(newest_first, limits.trim)
-    kept = _floor(reader, limits)
+    read = _Read(newest_first, limits.trim)
+    kept = _floor(read, limits)
     # Extending past turns the floor had to give up would leave a hole in the
     # history: only a floor that kept everything it read may grow.
-    if kept and len(kept) == len(reader.read):
-        _extend_by_whole_exchanges(reader, kept, limits)
-    return _result(reader, kept, candidate_count)
+    if kept and kept == len(read.originals):
+        kept = _extend_by_whole_exchanges(read, kept, limits)
+    return _result(read, kept, candidate_count)
 
 
-def _floor(reader: _Reader, limits: WindowLimits) -> list[_Entry]:
+class _Read:
+    """The candidates read so far, newest first, each trimmed and estimated once."""
+
+    __slots__ = ("_max_tokens", "_next", "_trim", "originals", "questions", "tokens", "turns")
+
+    def __init__(self, newest_first: Iterable[Turn], trim: TrimShape) -> None:
+        self._next = iter(newest_first).__next__
+        self._trim = trim
+        self._max_tokens = trim.max_message_tokens
+        self.originals: list[Turn] = []
+        self.turns: list[Turn] = []
+        self.tokens: list[int] = []
+        self.questions: list[bool] = []
+
+    def pull(self) -> bool:
+        """Read one more candidate; False when there is none left."""
+        try:
+            original = self._next()
+        except StopIteration:
+            return False
+        content = original.content
+        if len(content) == 1 and "text" in (block := content[0]):
+            # The usual turn, one text block: its estimate and question-ness inline.
+            text = block["text"]
+            tokens = -(-len(text) // CHARS_PER_TOKEN)
+            question = original.role == "user" and bool(text) and "toolResult" not in block
+        else:
+            tokens = estimate_content_tokens(content)
+            question = original.is_question
+        turn = original
+        if tokens > self._max_tokens:
+            turn = trim_turn(original, self._trim)
+            if turn is not original:
+                tokens = estimate_content_tokens(turn.content)
+                question = turn.is_question
+        self.originals.append(original)
+        self.turns.append(turn)
+        self.tokens.append(tokens)
+        self.questions.append(question)
+        return True
+
+
+def _floor(read: _Read, limits: WindowLimits) -> int:
     """The newest `floor` messages, the old edge moved outward onto a question.
 
     Where landing on a question would break the hard cap, the unfinished
     exchange at the old edge is dropped instead.
     """
-    kept: list[_Entry] = []
-    while len(kept) < limits.floor_messages and (entry := reader.pull()):
-        kept.append(entry)
-    while kept and not kept[-1].turn.is_question and len(kept) < limits.max_messages:
-        entry = reader.pull()
-        if entry is None:
+    kept = 0
+    while kept < limits.floor_messages and read.pull():
+        kept += 1
+    questions = read.questions
+    while kept and not questions[kept - 1] and kept < limits.max_messages:
+        if not read.pull():
             break
-        kept.append(entry)
-    while kept and not kept[-1].turn.is_question:
-        kept.pop()
+        kept += 1
+    while kept and not questions[kept - 1]:
+        kept -= 1
     return kept
 
 
-def _extend_by_whole_exchanges(reader: _Reader, kept: list[_Entry], limits: WindowLimits) -> None:
-    tokens = sum(entry.tokens for entry in kept)
-    exchange: list[_Entry] = []
+def _extend_by_whole_exchanges(read: _Read, kept: int, limits: WindowLimits) -> int:
+    """`kept` grown by whole exchanges while the cap and the budget allow."""
+    tokens = sum(read.tokens[:kept])
     exchange_tokens = 0
-    while entry := reader.pull():
-        exchange.append(entry)
-        exchange_tokens += entry.tokens
-        if len(kept) + len(exchange) > limits.max_messages:
-            return
-        if tokens + exchange_tokens > limits.max_tokens:
-            return
-        if entry.turn.is_question:
-            kept.extend(exchange)
+    estimates, questions = read.tokens, read.questions
+    while read.pull():
+        index = len(estimates) - 1
+        exchange_tokens += estimates[index]
+        if index + 1 > limits.max_messages or tokens + exchange_tokens > limits.max_tokens:
+            break
+        if questions[index]:
+            kept = index + 1
             tokens += exchange_tokens
-            exchange, exchange_tokens = [], 0
+            exchange_tokens = 0
+    return kept
 
 
-def _result(reader: _Reader, kept: list[_Entry], candidate_count: int | None) -> Window:
-    kept_count = len(kept)
-    passed_over = tuple(entry.original for entry in reader.read[kept_count:])
-    total = max(len(reader.read), candidate_count or 0)
+def _result(read: _Read, kept: int, candidate_count: int | None) -> Window:
+    originals, turns = read.originals, read.turns
+    window = turns[:kept]
+    window.reverse()
+    total = max(len(originals), candidate_count or 0)
     return Window(
-        turns=tuple(entry.turn for entry in reversed(kept)),
-        dropped=total - kept_count,
-        trimmed=sum(1 for entry in kept if entry.was_trimmed),
-        estimated_tokens=sum(entry.tokens for entry in kept),
-        passed_over=passed_over,
+        turns=tuple(window),
+        dropped=total - kept,
+        trimmed=sum(1 for n in range(kept) if turns[n] is not originals[n]),
+        estimated_tokens=sum(read.tokens[:kept]),
+        passed_over=tuple(originals[kept:]),
     )
