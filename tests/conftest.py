@@ -2,6 +2,8 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from tests.support import reliability
+
 # Wall-clock deadlines make property tests flaky on noisy machines; speed is
 # measured by `make bench`, never asserted here.
 settings.register_profile(
@@ -18,6 +20,4 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
 def pytest_sessionfinish(session, exitstatus):
-    from tests.support import reliability
-
     reliability.write()

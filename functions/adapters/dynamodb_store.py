@@ -49,6 +49,8 @@ STATE_SK = "TURN#~STATE"
 TURN_PREFIX = "TURN#"
 MARKER_PREFIX = "MSGID#"
 TTL_ATTRIBUTE = "expiresAt"
+TABLE_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+"""The characters DynamoDB allows in a table name."""
 
 Item = dict[str, dict[str, Any]]
 
@@ -228,6 +230,7 @@ class DynamoDBConversationStore:
         encoded = encode_content(turn)
         check_item_size(encoded)
         ttl = expires_at(turn.sent_at, self._retention_days)
+        state_ttl = self._state_ttl(turn)
         names = {"#version": "version"}
         values: dict[str, Any] = {
             ":next": {"N": str(change.expected_version + 1)},
@@ -236,14 +239,14 @@ class DynamoDBConversationStore:
             ":recent": {"L": [{"S": format_instant(t)} for t in change.recent_contact]},
             ":tokens": {"N": str(tokens)},
             ":one": {"N": "1"},
-            ":ttl": {"N": str(ttl)},
+            ":state_ttl": {"N": str(state_ttl)},
         }
         sets = [
             "#version = :next",
             "streakCount = :count",
             "lastContactAt = :last",
             "recentContact = :recent",
-            f"{TTL_ATTRIBUTE} = :ttl",
+            f"{TTL_ATTRIBUTE} = :state_ttl",
         ]
         if change.lease_until is not None:
             sets.append("leaseUntil = :lease")
@@ -281,15 +284,16 @@ class DynamoDBConversationStore:
         encoded = encode_content(turn)
         check_item_size(encoded)
         ttl = expires_at(turn.sent_at, self._retention_days)
+        state_ttl = self._state_ttl(turn)
         state_update = {
             "TableName": self._table,
             "Key": _key(key.partition, STATE_SK),
             "UpdateExpression": "ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one"
-            f" SET {TTL_ATTRIBUTE} = :ttl",
+            f" SET {TTL_ATTRIBUTE} = :state_ttl",
             "ExpressionAttributeValues": {
                 ":tokens": {"N": str(tokens)},
                 ":one": {"N": "1"},
-                ":ttl": {"N": str(ttl)},
+                ":state_ttl": {"N": str(state_ttl)},
             },
         }
         self._commit(
@@ -301,6 +305,15 @@ class DynamoDBConversationStore:
             state_update=state_update,
             marker_extra={},
         )
+
+    def _state_ttl(self, turn: Turn) -> int:
+        """The state lives the retention past its latest write, whatever the turn's `sentAt`.
+
+        A late turn (a reply filed with an old `sentAt`) must not bring the
+        expiry of the fold and the counters forward.
+        """
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        return expires_at(max(turn.sent_at, now), self._retention_days)
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
         """Give back a lease this call took, when its compaction request could not be sent."""
@@ -429,11 +442,21 @@ class DynamoDBConversationStore:
             first = self.recorded(key, turn.id)
             if first is not None:
                 raise Duplicate(first) from None
-        if "ConditionalCheckFailed" in codes or "TransactionConflict" in codes:
+        if "ConditionalCheckFailed" in codes or _TRANSIENT_CANCELLATIONS.intersection(codes):
             raise VersionConflict() from None
 
 
 _ABSENT = "attribute_not_exists(SK)"
+_TRANSIENT_CANCELLATIONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+"""Cancellation reasons that leave nothing written and clear by themselves.
+
+botocore does not retry a TransactionCanceledException, whatever its reasons, so an
+item throttled inside a transaction (`ThrottlingError`, `ProvisionedThroughputExceeded`)
+used to fail the call with a 500; raised as VersionConflict, the commit is read again
+and retried with backoff like a lost race (found by tests/integration/test_faults.py).
+"""
 
 
 def _key(partition: str, sort_key: str) -> Item:

@@ -7,13 +7,14 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from adapters.dynamodb_store import TABLE_NAME_PATTERN
 from memory_core.settings import from_environment
 
 
 class CompactorEnvironment(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    table_name: str = Field(min_length=3, max_length=255)
+    table_name: str = Field(min_length=3, max_length=255, pattern=TABLE_NAME_PATTERN)
     summariser: Literal["offline", "bedrock"] = "offline"
     bedrock_model_id: str | None = None
 

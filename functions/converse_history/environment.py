@@ -12,13 +12,14 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
+from adapters.dynamodb_store import TABLE_NAME_PATTERN
 from memory_core.settings import from_environment
 
 
 class Environment(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    table_name: str = Field(min_length=3, max_length=255)
+    table_name: str = Field(min_length=3, max_length=255, pattern=TABLE_NAME_PATTERN)
     compaction_queue_url: str = Field(min_length=1)
     rules_source: Literal["file", "appconfig"] = "file"
     rules_file: Path = Path("rules.example.json")

@@ -105,7 +105,7 @@ class ConverseService:
     ) -> dict[str, Any]:
         tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
-        turn = self._turn(message)
+        turn = self._turn(message, field="message.")
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 return self._converse_once(key, tenant, turn)
@@ -121,13 +121,24 @@ class ConverseService:
     ) -> dict[str, Any]:
         self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
-        turn = self._turn(message)
-        try:
-            self._store.record_reply(key, turn, estimate_turn_tokens(turn))
-        except Duplicate as duplicate:
-            self._same_message(turn, duplicate.first)
-            turn = Turn(turn.id, turn.role, turn.content, duplicate.first.position.sent_at)
-        return {"turn": turn_view(turn)}
+        turn = self._turn(message, field="")
+        tokens = estimate_turn_tokens(turn)
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                self._store.record_reply(key, turn, tokens)
+            except VersionConflict:
+                # A reply takes no lock, but DynamoDB still cancels its transaction when
+                # another one holds the same state item (TransactionConflict) or an item
+                # is throttled; nothing was written, so it is retried like a converse
+                # commit instead of failing the call (found by tests/integration/test_faults.py).
+                self._telemetry.commit_retried(attempt)
+                self._back_off(attempt)
+                continue
+            except Duplicate as duplicate:
+                self._same_message(turn, duplicate.first)
+                turn = Turn(turn.id, turn.role, turn.content, duplicate.first.position.sent_at)
+            return {"turn": turn_view(turn)}
+        raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
 
     def memory(self, tenant_id: str, contact_id: str, caller: Caller) -> dict[str, Any] | None:
         tenant = self._tenant(tenant_id, caller)
@@ -260,7 +271,13 @@ class ConverseService:
         except Exception as error:
             self._telemetry.compaction_request_failed(error)
             # Give the lease back so that the next turn asks again.
-            self._store.release_lease(key, lease)
+            try:
+                self._store.release_lease(key, lease)
+            except Exception as release_error:
+                # The turn is committed: failing the call now would only make the caller
+                # retry a message already recorded. The lease expires by itself
+                # (COMPACTION_LEASE_SECONDS), and then a later turn asks again.
+                self._telemetry.compaction_request_failed(release_error)
             return
         self._telemetry.compaction_enqueued()
 
@@ -274,14 +291,15 @@ class ConverseService:
             raise forbidden(tenant_id)
         return tenant
 
-    def _turn(self, message: Incoming) -> Turn:
+    def _turn(self, message: Incoming, field: str) -> Turn:
+        """The turn to record; `field` prefixes its fields' names in refusals ("message." or "")."""
         now = self._now()
         sent_at = (message.sent_at or now).astimezone(UTC)
         if sent_at > now + FUTURE_TOLERANCE:
             raise ApiError(
                 422,
                 "sent_at_in_future",
-                f"message.sentAt: {format_instant(sent_at)} is more than 5 minutes ahead "
+                f"{field}sentAt: {format_instant(sent_at)} is more than 5 minutes ahead "
                 f"of the service's clock ({format_instant(now)})",
             )
         turn = Turn(message.id or uuid.uuid4().hex, message.role, message.content, sent_at)

@@ -27,11 +27,16 @@ from tests.support.in_memory_store import InMemoryConversationStore
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 KEY = ConversationKey("acme", "c1")
+CLOCK_SHIFT = [0.0]
+"""Seconds the stores' wall clock runs ahead of NOW, for the TTL scenarios."""
 
 
 @pytest.fixture(params=["dynamodb", "in-memory"])
 def store(request, monkeypatch) -> Iterator[ConversationStore]:
-    clock = NOW.timestamp
+    def clock() -> float:
+        return NOW.timestamp() + CLOCK_SHIFT[0]
+
+    CLOCK_SHIFT[0] = 0.0
     if request.param == "in-memory":
         yield InMemoryConversationStore(30, clock=clock)
         return
@@ -135,7 +140,17 @@ def test_leases_are_taken_with_a_turn_and_given_back_or_cleared(store):
 
 
 def test_expired_state_reads_as_a_fresh_conversation_keeping_its_version(store):
-    long_ago = Turn("t-old", "user", [{"text": "hello"}], NOW - timedelta(days=40))
-    record(store, long_ago, 0)
+    record(store, turn(0), 0)
+    CLOCK_SHIFT[0] = timedelta(days=31).total_seconds()
     state, ids = snapshot_of(store, turn(9))
     assert (state.version, state.streak.count, ids) == (1, 0, [])
+
+
+def test_a_late_turn_does_not_bring_the_states_expiry_forward(store):
+    record(store, turn(0), 0)
+    late = Turn("late", "assistant", [{"text": "filed late"}], NOW - timedelta(days=29))
+    store.record_reply(KEY, late, 2)
+    CLOCK_SHIFT[0] = timedelta(days=2).total_seconds()
+    state, _ = snapshot_of(store, turn(9))
+    assert state.version == 1
+    assert state.turns_recorded == 2

@@ -143,7 +143,7 @@ class InMemoryConversationStore:
                 turns_recorded=current.turns_recorded + 1,
                 lease_until=_whole_second(change.lease_until) or current.lease_until,
             )
-            conversation.state_expiry = expires_at(turn.sent_at, self._retention_days)
+            conversation.state_expiry = self._state_ttl(turn)
 
     def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
         check_item_size(encode_content(turn))
@@ -160,7 +160,7 @@ class InMemoryConversationStore:
                 unfolded_turns=current.unfolded_turns + 1,
                 turns_recorded=current.turns_recorded + 1,
             )
-            conversation.state_expiry = expires_at(turn.sent_at, self._retention_days)
+            conversation.state_expiry = self._state_ttl(turn)
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
         with self._lock:
@@ -197,6 +197,9 @@ class InMemoryConversationStore:
             conversation = self._conversation(key)
             if conversation.state:
                 conversation.state = replace(conversation.state, lease_until=None)
+
+    def _state_ttl(self, turn: Turn) -> int:
+        return expires_at(max(turn.sent_at, self._now()), self._retention_days)
 
     def _refuse_duplicate(self, conversation: _Conversation, turn: Turn) -> None:
         first = conversation.markers.get(turn.id)
