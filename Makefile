@@ -10,12 +10,14 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: help install run lint format test synth validate-rules clean
+.PHONY: help install run lint format test test-fuzz synth bench validate-rules reliability-report clean
 
 help:
 	@echo "make run             the service on 127.0.0.1:\$${PORT:-8000} over an embedded AWS emulation"
 	@echo "make test            lint, then every test"
+	@echo "make test-fuzz       schemathesis against a local runner, deeper than make test's run"
 	@echo "make lint            ruff (lint + format check) and mypy"
+	@echo "make bench           the benchmarks: bench/results.json, docs/prompt-tokens.png"
 	@echo "make synth           the CloudFormation template in cdk.out, offline, no credentials"
 	@echo "make format          apply ruff's fixes and formatting"
 	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
@@ -45,6 +47,16 @@ format: install
 test: lint
 	$(BIN)/pytest
 
+# The schemathesis run of tests/e2e/test_fuzz_api.py (a runner of its own, every route,
+# the checks not_a_server_error, response_schema_conformance, negative_data_rejection),
+# with more examples per route and mode than make test's bounded run, and a fresh seed
+# each time unless FUZZ_SEED is given (a failure prints the seed to replay it with).
+FUZZ_MAX_EXAMPLES ?= 1000
+FUZZ_SEED ?= random
+test-fuzz: install
+	FUZZ_MAX_EXAMPLES=$(FUZZ_MAX_EXAMPLES) FUZZ_SEED=$(FUZZ_SEED) \
+		$(BIN)/pytest -p no:cacheprovider -s tests/e2e/test_fuzz_api.py
+
 # The CDK CLI, pinned in package.json/package-lock.json and installed into the repo.
 CDK := node_modules/.bin/cdk
 
@@ -56,6 +68,10 @@ SYNTH_OUTDIR ?= cdk.out
 SYNTH_ARGS ?=
 synth: install $(CDK)
 	$(CDK) synth --no-notices --quiet --output $(SYNTH_OUTDIR) $(SYNTH_ARGS)
+
+# The figures of docs/performance.md: writes bench/results.json and docs/prompt-tokens.png.
+bench: install
+	PYTHONPATH=functions:. $(BIN)/python -m bench
 
 RULES ?= rules.example.json
 validate-rules: install

@@ -1,0 +1,246 @@
+"""`make bench`: every figure, then bench/results.json, docs/prompt-tokens.png and a table.
+
+    PYTHONPATH=functions:. .venv/bin/python -m bench [--only NAME ...]
+
+With `--only`, the named figures are measured again and merged into the
+results file already there (the others are kept as they were).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, ensure_import_paths, load_average, machine
+
+RESULTS_PATH = REPO_ROOT / "bench" / "results.json"
+FIGURES = (
+    "window_vs_langchain",
+    "dynamodb",
+    "cold_import",
+    "prompt_tokens",
+    "coverage",
+    "fold",
+    "local_e2e",
+)
+
+
+def measure(name: str) -> dict[str, Any]:
+    """One figure's sections of results.json."""
+    # Imported here: each figure's dependencies (moto, LangChain, matplotlib) load when run.
+    from bench import (  # noqa: PLC0415
+        cold_import,
+        coverage,
+        dynamodb_reads,
+        fold,
+        local_e2e,
+        prompt_tokens,
+        window_vs_langchain,
+    )
+
+    def window() -> dict[str, Any]:
+        figures = window_vs_langchain.run()
+        figures["profile_size_50"] = window_vs_langchain.profile()
+        return {"window_vs_langchain": figures}
+
+    def cold() -> dict[str, Any]:
+        figures = cold_import.run()
+        figures["profile_ms"] = cold_import.profile()
+        figures["project_sources_compile_ms"] = cold_import.project_compile_ms()
+        return {"cold_import": figures}
+
+    def prompt() -> dict[str, Any]:
+        figures = prompt_tokens.run()
+        prompt_tokens.plot(figures)
+        return {"prompt_tokens": figures}
+
+    runs: dict[str, Callable[[], dict[str, Any]]] = {
+        "window_vs_langchain": window,
+        "dynamodb": dynamodb_reads.run,
+        "cold_import": cold,
+        "prompt_tokens": prompt,
+        "coverage": lambda: {"coverage": coverage.run()},
+        "fold": lambda: {"fold": fold.run()},
+        "local_e2e": lambda: {"local_e2e": local_e2e.run()},
+    }
+    if name not in runs:
+        raise ValueError(f"unknown figure {name!r}")
+    return runs[name]()
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    path: str
+    rule: str
+    check: Callable[[float], bool]
+
+
+TARGETS = (
+    Target(
+        "window vs trim_messages, 50 msgs",
+        "window_vs_langchain.ratio_50",
+        ">= 20x",
+        lambda v: v >= 20,
+    ),
+    Target(
+        "window vs trim_messages, 1000 msgs",
+        "window_vs_langchain.ratio_1000",
+        ">= 100x",
+        lambda v: v >= 100,
+    ),
+    Target(
+        "items read, 30 -> 10,000 turns",
+        "items_read_per_converse.growth_30_to_10000",
+        "<= 1.1",
+        lambda v: v <= 1.1,
+    ),
+    Target(
+        "DynamoDB round trips per converse",
+        "dynamodb_round_trips_per_converse",
+        "<= 2",
+        lambda v: v <= 2,
+    ),
+    Target("cold import vs bare boto3", "cold_import.ratio_vs_boto3", "<= 2x", lambda v: v <= 2),
+    Target(
+        "cold import + first call's extra vs boto3",
+        "cold_import.ratio_with_first_call_vs_boto3",
+        "<= 2x",
+        lambda v: v <= 2,
+    ),
+    Target(
+        "unbounded / bounded prompt, turn 500",
+        "prompt_tokens.unbounded_over_bounded_at_turn_500",
+        ">= 20x",
+        lambda v: v >= 20,
+    ),
+    Target(
+        "coverage gaps within the bound", "coverage.gaps_within_bound", "== 0", lambda v: v == 0
+    ),
+    Target(
+        "summariser input, turn 100 -> 1000",
+        "fold.summariser_input_growth_100_to_1000_turns",
+        "<= 1.2",
+        lambda v: v <= 1.2,
+    ),
+)
+INFORMATIONAL = (
+    ("window build, 50 msgs (us)", "window_vs_langchain.ours_us_50"),
+    ("trim_messages, 50 msgs (us)", "window_vs_langchain.theirs_us_50"),
+    ("window build, 1000 msgs (us)", "window_vs_langchain.ours_us_1000"),
+    ("trim_messages, 1000 msgs (us)", "window_vs_langchain.theirs_us_1000"),
+    ("items read per converse, 30 turns", "items_read_per_converse.at_30"),
+    ("items read per converse, 10,000 turns", "items_read_per_converse.at_10000"),
+    ("handler import (ms)", "cold_import.handler_ms"),
+    ("bare import boto3 (ms)", "cold_import.boto3_ms"),
+    ("first converse call (ms)", "cold_import.first_call_ms"),
+    ("second converse call (ms)", "cold_import.second_call_ms"),
+    ("bounded prompt, turn 500 (tokens)", "prompt_tokens.bounded_at_turn_500"),
+    ("unbounded prompt, turn 500 (tokens)", "prompt_tokens.unbounded_at_turn_500"),
+    ("coverage gaps beyond the bound", "coverage.gaps_beyond_bound"),
+    ("largest lag always within the bound (turns)", "coverage.bound_turns"),
+    ("local converse p50 (ms)", "local_e2e.p50_ms"),
+    ("local converse p99 (ms)", "local_e2e.p99_ms"),
+)
+
+
+def lookup(results: dict[str, Any], path: str) -> Any:
+    value: Any = results
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def derive(results: dict[str, Any]) -> None:
+    """The targets' verdicts, from the figures measured."""
+    verdicts = []
+    for target in TARGETS:
+        value = lookup(results, target.path)
+        verdicts.append(
+            {
+                "figure": target.path,
+                "target": target.rule,
+                "value": value,
+                "met": None if value is None else target.check(float(value)),
+            }
+        )
+    results["targets"] = verdicts
+
+
+def table(results: dict[str, Any]) -> str:
+    info = results["machine"]
+    lines = [
+        f"make bench: {info['cpu_count']} CPUs, Python {info['python']}, seed {info['seed']}, "
+        f"load average {info.get('load_average_1m_at_start')} -> {info.get('load_average_1m')}",
+        "",
+        f"{'figure':<46} {'value':>12}  {'target':<8} met",
+        "-" * 74,
+    ]
+    for target in TARGETS:
+        value = lookup(results, target.path)
+        met = "-" if value is None else "yes" if target.check(float(value)) else "NO"
+        lines.append(f"{target.label:<46} {_show(value):>12}  {target.rule:<8} {met}")
+    lines.append("-" * 74)
+    lines.extend(f"{label:<46} {_show(lookup(results, path)):>12}" for label, path in INFORMATIONAL)
+    return "\n".join(lines)
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "(not run)"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--only", action="append", choices=FIGURES, help="measure only these")
+    parser.add_argument("--output", type=Path, default=RESULTS_PATH)
+    args = parser.parse_args(argv)
+    ensure_import_paths()
+    names = args.only or list(FIGURES)
+    results: dict[str, Any] = {}
+    if args.only and args.output.exists():
+        results = json.loads(args.output.read_text(encoding="utf-8"))
+    load_at_start = load_average()
+    for number, name in enumerate(names, start=1):
+        print(f"[{number}/{len(names)}] {name} ...", file=sys.stderr, flush=True)
+        before = time.perf_counter()
+        results.update(measure(name))
+        seconds = time.perf_counter() - before
+        results.setdefault("seconds_by_figure", {})[name] = round(seconds, 1)
+        print(f"      {seconds:.1f} s", file=sys.stderr, flush=True)
+    results["machine"] = {**machine(), "load_average_1m_at_start": load_at_start}
+    results["generated_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    results["elapsed_seconds"] = round(sum(results["seconds_by_figure"].values()), 1)
+    derive(results)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(table(results))
+    print(f"\nwrote {_relative(args.output)} in {results['elapsed_seconds']} s")
+    if "prompt_tokens" in names:
+        print("wrote docs/prompt-tokens.png")
+    return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""`make bench`'s figures, each run tiny, so the benchmark code cannot rot unnoticed.
+
+No timing is asserted (the machines that run the tests are noisy): only the
+shape of each figure and the behaviour it measures that is not a timing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bench import (
+    __main__ as bench_main,
+)
+from bench import (
+    cold_import,
+    coverage,
+    dynamodb_reads,
+    fold,
+    local_e2e,
+    prompt_tokens,
+    window_vs_langchain,
+)
+from memory_core.settings import load_settings
+
+SETTINGS = load_settings({})
+
+
+def positive_number(value):
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def test_the_window_is_measured_against_trim_messages_on_both_sizes():
+    figures = window_vs_langchain.run(sizes=(6, 40), conversations=2, rounds=3)
+    for size in (6, 40):
+        assert positive_number(figures[f"ratio_{size}"])
+        assert positive_number(figures[f"ours_us_{size}"])
+        assert positive_number(figures[f"theirs_us_{size}"])
+        assert figures[f"samples_per_side_{size}"] == 2 * 3
+        assert all(
+            0 < kept <= SETTINGS.history_window_max_messages
+            for kept in figures[f"kept_ours_{size}"]
+        )
+        assert all(0 <= kept <= size for kept in figures[f"kept_theirs_{size}"])
+    rows = window_vs_langchain.profile(size=20, calls=10, top=3)
+    assert len(rows) == 3
+    assert {"function", "calls_per_build", "own_share_pct"} <= set(rows[0])
+
+
+def test_a_converse_call_reads_one_page_whatever_the_length_in_two_round_trips():
+    figures = dynamodb_reads.run(small=4, large=60, session_exchanges=2)
+    reads = figures["items_read_per_converse"]
+    assert reads["at_4"] == 4 + 1  # the state and every turn
+    assert reads["at_60"] == SETTINGS.history_window_max_messages + 2  # one page
+    assert reads["queries_at_60"] == 1
+    assert figures["dynamodb_round_trips_per_converse"] == 2
+    assert figures["dynamodb_round_trips"]["operations"] == ["Query", "TransactWriteItems"]
+    assert figures["dynamodb_round_trips"]["session_max"] <= 2
+
+
+def test_the_cold_start_is_timed_in_fresh_interpreters_with_a_first_call():
+    figures = cold_import.run(runs=1)
+    for name in ("handler_ms", "boto3_ms", "ratio_vs_boto3", "first_call_ms", "second_call_ms"):
+        assert positive_number(figures[name]), name
+    assert figures["ratio_with_first_call_vs_boto3"] >= figures["ratio_vs_boto3"]
+    assert figures["first_call_extra_ms"] >= 0
+    assert len(figures["handler_samples_ms"]) == len(figures["boto3_samples_ms"]) == 1
+    stages = cold_import.profile(runs=1)
+    assert "import boto3" in stages
+    assert "handler module: OpenAPI document" in stages
+    assert all(isinstance(ms, float) for ms in stages.values())
+    assert positive_number(cold_import.project_compile_ms(runs=1))
+
+
+def test_the_bounded_prompt_is_tallied_and_plotted(tmp_path):
+    figures = prompt_tokens.run(pairs=20)
+    assert figures["turns"] == 40
+    assert positive_number(figures["bounded_at_turn_40"])
+    assert figures["unbounded_at_turn_40"] >= figures["bounded_at_turn_40"] - 800
+    assert len(figures["series"]["turn"]) == len(figures["series"]["bounded"]) == 20
+    path = prompt_tokens.plot(figures, tmp_path / "plot.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_coverage_counts_gaps_within_and_beyond_the_bound():
+    figures = coverage.run(pairs=60, lags=(0, 80))
+    assert figures["gaps_within_bound"] == 0
+    assert figures["gaps_beyond_bound"] > 0
+    assert figures["bound_turns"] in (0, None)
+    assert [row["lag_turns"] for row in figures["per_lag"]] == [0, 80]
+    assert figures["calls_within_bound"] + figures["calls_beyond_bound"] == 2 * 60
+
+
+def test_one_compaction_folds_the_same_ten_turns_early_and_late():
+    figures = fold.run(early=20, late=60)
+    assert figures["turns_folded_per_compaction"] == 2 * fold.UNFOLDED_PAIRS
+    assert positive_number(figures["summariser_input_growth_20_to_60_turns"])
+    assert figures["summariser_input_tokens_at_60"] < figures["whole_transcript_tokens_at_60"]
+
+
+def test_the_local_runner_is_driven_over_http_and_stopped():
+    figures = local_e2e.run(calls=3, contacts=2)
+    assert figures["calls"] == 3
+    assert positive_number(figures["p50_ms"])
+    assert figures["p99_ms"] >= figures["p50_ms"]
+    assert figures["exit_code"] == 0  # stopped by SIGTERM, cleanly
+
+
+def test_the_results_file_names_the_machine_and_the_targets(tmp_path, capsys):
+    output = tmp_path / "results.json"
+    assert bench_main.main(["--only", "fold", "--output", str(output)]) == 0
+    results = json.loads(output.read_text())
+    assert results["machine"]["cpu_count"] >= 1
+    assert "fold" in results
+    verdicts = {v["figure"]: v for v in results["targets"]}
+    assert verdicts["fold.summariser_input_growth_100_to_1000_turns"]["met"] in (True, False)
+    assert verdicts["window_vs_langchain.ratio_50"]["met"] is None  # not run
+    assert "summariser input" in capsys.readouterr().out
+
+
+def test_the_table_and_the_verdicts_follow_the_figures():
+    results: dict[str, Any] = {
+        "machine": {"cpu_count": 2, "python": "3", "seed": 1},
+        "cold_import": {"ratio_vs_boto3": 1.5, "ratio_with_first_call_vs_boto3": 2.5},
+    }
+    bench_main.derive(results)
+    verdicts = {v["figure"]: v["met"] for v in results["targets"]}
+    assert verdicts["cold_import.ratio_vs_boto3"] is True
+    assert verdicts["cold_import.ratio_with_first_call_vs_boto3"] is False
+    assert verdicts["coverage.gaps_within_bound"] is None
+    table = bench_main.table(results)
+    assert "cold import vs bare boto3" in table
+    assert "(not run)" in table
