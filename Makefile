@@ -21,6 +21,7 @@ help:
 	@echo "make synth           the CloudFormation template in cdk.out, offline, no credentials"
 	@echo "make format          apply ruff's fixes and formatting"
 	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
+	@echo "make reliability-report  the reliability suite, then docs/reliability.md from its counts"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,6 +73,14 @@ synth: install $(CDK)
 # The figures of docs/performance.md: writes bench/results.json and docs/prompt-tokens.png.
 bench: install
 	PYTHONPATH=functions:. $(BIN)/python -m bench
+
+# Runs the reliability groups, then writes docs/reliability.md from their counts.
+RELIABILITY_TESTS := tests/integration/test_faults.py tests/integration/test_parallel_writers.py \
+	tests/integration/test_misconfiguration.py tests/integration/test_input_limits.py \
+	tests/integration/test_stateful_memory.py tests/e2e/test_fuzz_api.py
+reliability-report: install
+	$(BIN)/pytest -p no:cacheprovider $(RELIABILITY_TESTS)
+	$(BIN)/python -m tests.support.reliability_report
 
 RULES ?= rules.example.json
 validate-rules: install

@@ -15,7 +15,50 @@ from tests.support.reliability import COUNTS_FILE
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 
 # What each group tries and what it shows; the figures come from the run.
-DESCRIPTIONS: dict[str, tuple[str, str]] = {}
+DESCRIPTIONS: dict[str, tuple[str, str]] = {
+    "API fuzzing": (
+        "schemathesis against the local runner's `/openapi.json`, every route",
+        "no 5xx for any input, every answer matches its documented schema, invalid input refused",
+    ),
+    "Faults: DynamoDB": (
+        "throttling on Query and TransactWriteItems, throttled items and conflicts inside "
+        "transactions, failures that never clear, a commit whose answer was lost",
+        "retried with backoff; a turn is never stored without its state update; counts exact",
+    ),
+    "Faults: SQS": (
+        "the compaction request failing after the turn was committed",
+        "the turn stays, the call answers 200, the lease is given back and a later turn asks again",
+    ),
+    "Faults: summariser": (
+        "Bedrock throttles, timeouts, validation errors, empty or filtered answers",
+        "the record fails and comes back; no summary is written from an error",
+    ),
+    "Faults: compactor": (
+        "a compactor dying between reading and committing, a failing or lost commit",
+        "the next run folds the same turns exactly once",
+    ),
+    "Faults: AppConfig": (
+        "AppConfig unreachable, or a new document that does not validate",
+        "the last good rules keep serving; the refusal names the field",
+    ),
+    "Input limits": (
+        "ids, tenant and contact ids, text size in bytes, blocks, tool ids, sentAt formats",
+        "each refused with a 4xx naming the field, nothing written",
+    ),
+    "Misconfiguration": (
+        "every setting and rule with its bad values, at start and on reload",
+        "the start fails (or the reload is refused) with the field named",
+    ),
+    "Parallel writers": (
+        "parallel converse, replies, compactors and duplicate deliveries on one conversation",
+        "exact turn counts, each turn stored once, one fold per version",
+    ),
+    "Stateful model": (
+        "random converse, reply, retry, compaction and clock-jump sequences against a "
+        "reference model of the spec",
+        "counts, escalations, history range, window and coverage invariants after every step",
+    ),
+}
 
 
 def describe(group: str) -> tuple[str, str]:
@@ -31,8 +74,9 @@ def render(counts: dict[str, dict[str, int]]) -> str:
         "",
         "What the suite tries in order to break the memory, and what it shows. The",
         "figures are real counts from the last run of `make reliability-report`",
-        f"({datetime.now(UTC):%Y-%m-%d}); `make test` runs the same groups, bounded, and",
-        "`make test-fuzz` runs the API fuzzing and the stateful model deeper.",
+        f"({datetime.now(UTC):%Y-%m-%d}); `make test` runs the same groups, bounded;",
+        "`make test-fuzz` runs the API fuzzing deeper, and `HYPOTHESIS_PROFILE=deep` the",
+        "stateful model and the other properties.",
         "",
         "| group | what it tries | what it shows | inputs tried | faults injected "
         "| parallel writers | lost |",
