@@ -7,10 +7,22 @@ not limited here: a message over the store's item limit is answered 413.
 
 from __future__ import annotations
 
-from datetime import datetime
+import math
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
 
 from memory_core.rules import TENANT_ID_PATTERN
 
@@ -20,6 +32,30 @@ TOOL_USE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 MAX_BLOCKS = 50
 
+NOT_BLANK_PATTERN = (
+    "[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+"""A character that is not white space (Python's `str.isspace`, spelled out).
+
+The documents' regex dialects disagree on `\\s`, so the class is explicit: a text
+matches it exactly when `text.strip()` is not empty, the check the model makes.
+"""
+
+SENT_AT_PATTERN = (
+    r"^(?:19[7-9][0-9]|[2-9][0-9]{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+"""An RFC 3339 date-time with its offset, from 1970 on (the TTL counts epoch seconds)."""
+
+MAX_JSON_DEPTH = 32
+"""How deep a tool's input or a JSON tool result may nest (DynamoDB's own limit for maps)."""
+
+_SENT_AT_NAIVE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9:.]+$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TEXT_SCHEMA: JsonDict = {"minLength": 1, "pattern": NOT_BLANK_PATTERN}
+
 TenantIdParam = Annotated[str, Field(pattern=TENANT_ID_PATTERN)]
 ContactIdParam = Annotated[str, Field(pattern=CONTACT_ID_PATTERN)]
 
@@ -28,8 +64,63 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _unicode_text(text: str) -> str:
+    """Text the store and the answers can carry: no unpaired UTF-16 surrogate (`\\ud800`)."""
+    surrogate = _SURROGATE.search(text)
+    if surrogate:
+        raise ValueError(
+            f"holds an unpaired surrogate (U+{ord(surrogate.group()):04X}) at "
+            f"position {surrogate.start()}; send valid Unicode text"
+        )
+    return text
+
+
+def _plain_json(value: Any) -> Any:
+    """A tool's JSON, as the store, the window and Bedrock can carry it back."""
+    problem = _json_problem(value, "", 1)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _json_problem(value: Any, where: str, depth: int) -> str | None:
+    if isinstance(value, dict | list) and depth > MAX_JSON_DEPTH:
+        return f"nests deeper than {MAX_JSON_DEPTH} levels (at {where})"
+    if isinstance(value, str):
+        return _text_problem(value, where)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"holds {value!r} at {where or 'the top'}; JSON numbers are finite"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{where}[{key!r}]"
+            problem = _text_problem(key, f"the key of {inner}") or _json_problem(
+                item, inner, depth + 1
+            )
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{where}[{index}]", depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def _text_problem(text: str, where: str) -> str | None:
+    try:
+        _unicode_text(text)
+    except ValueError as error:
+        return f"{where or 'the value'} {error}"
+    return None
+
+
+Text = Annotated[str, AfterValidator(_unicode_text)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+ToolJson = Annotated[dict[str, Any] | list[Any], AfterValidator(_plain_json)]
+
+
 class _NonEmptyText(_Strict):
-    text: str
+    text: Text = Field(json_schema_extra=_TEXT_SCHEMA)
 
     @field_validator("text")
     @classmethod
@@ -46,7 +137,9 @@ class TextBlock(_NonEmptyText):
 class ToolUse(_Strict):
     tool_use_id: str = Field(alias="toolUseId", pattern=TOOL_USE_ID_PATTERN)
     name: str = Field(pattern=TOOL_NAME_PATTERN)
-    input: dict[str, Any]
+    input: JsonObject = Field(
+        description=f"the tool's input, nested at most {MAX_JSON_DEPTH} levels"
+    )
 
 
 class ToolUseBlock(_Strict):
@@ -58,12 +151,42 @@ class ToolResultText(_NonEmptyText):
 
 
 class ToolResultJson(_Strict):
-    json_: dict[str, Any] | list[Any] = Field(alias="json")
+    json_: ToolJson = Field(
+        alias="json", description=f"a JSON result, nested at most {MAX_JSON_DEPTH} levels"
+    )
+
+
+def _kind_by_key(*kinds: tuple[str, type[BaseModel]]) -> Any:
+    """Which model a block is, told by the key it carries, so an error names that model's field.
+
+    A plain union would report every member's complaint, the first one usually
+    about a member the block never meant to be ("TextBlock.text: Field required").
+    """
+
+    def kind(value: Any) -> str | None:
+        if isinstance(value, BaseModel):
+            return type(value).__name__
+        if isinstance(value, dict):
+            return next((model.__name__ for key, model in kinds if key in value), None)
+        return None
+
+    return kind
+
+
+ToolResultItem = Annotated[
+    Annotated[ToolResultText, Tag("ToolResultText")]
+    | Annotated[ToolResultJson, Tag("ToolResultJson")],
+    Discriminator(
+        _kind_by_key(("text", ToolResultText), ("json", ToolResultJson)),
+        custom_error_type="tool_result_item",
+        custom_error_message='a tool result item is {"text": ...} or {"json": ...}',
+    ),
+]
 
 
 class ToolResult(_Strict):
     tool_use_id: str = Field(alias="toolUseId", pattern=TOOL_USE_ID_PATTERN)
-    content: list[ToolResultText | ToolResultJson] = Field(min_length=1, max_length=MAX_BLOCKS)
+    content: list[ToolResultItem] = Field(min_length=1, max_length=MAX_BLOCKS)
     status: Literal["success", "error"] | None = None
 
 
@@ -71,16 +194,45 @@ class ToolResultBlock(_Strict):
     tool_result: ToolResult = Field(alias="toolResult")
 
 
-ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock
+ContentBlock = Annotated[
+    Annotated[TextBlock, Tag("TextBlock")]
+    | Annotated[ToolUseBlock, Tag("ToolUseBlock")]
+    | Annotated[ToolResultBlock, Tag("ToolResultBlock")],
+    Discriminator(
+        _kind_by_key(
+            ("text", TextBlock), ("toolUse", ToolUseBlock), ("toolResult", ToolResultBlock)
+        ),
+        custom_error_type="content_block",
+        custom_error_message=(
+            'a content block is {"text": ...}, {"toolUse": ...} or {"toolResult": ...}'
+        ),
+    ),
+]
+
+
+_TEXT_OR_CONTENT: JsonDict = {
+    # Exactly one of the two carries the message (null stands for absent).
+    "oneOf": [
+        {"required": ["text"], "properties": {"text": {"type": "string"}}},
+        {"required": ["content"], "properties": {"content": {"type": "array"}}},
+    ]
+}
 
 
 class MessageBody(_Strict):
     """A message: `text`, or Converse `content` blocks; an id and a `sentAt`, both optional."""
 
+    model_config = ConfigDict(json_schema_extra=_TEXT_OR_CONTENT)
+
     id: str | None = Field(None, pattern=MESSAGE_ID_PATTERN)
-    text: str | None = None
+    text: Text | None = Field(None, json_schema_extra=_TEXT_SCHEMA)
     content: list[ContentBlock] | None = Field(None, min_length=1, max_length=MAX_BLOCKS)
-    sent_at: datetime | None = Field(None, alias="sentAt")
+    sent_at: datetime | None = Field(
+        None,
+        alias="sentAt",
+        description="RFC 3339 with its offset, from 1970 on; when absent, the service's clock",
+        json_schema_extra={"pattern": SENT_AT_PATTERN},
+    )
 
     @model_validator(mode="after")
     def _text_or_content(self) -> MessageBody:
@@ -90,11 +242,33 @@ class MessageBody(_Strict):
             raise ValueError("text must not be empty")
         return self
 
+    @field_validator("sent_at", mode="before")
+    @classmethod
+    def _an_rfc_3339_instant(cls, sent_at: Any) -> Any:
+        # pydantic alone would also take epoch numbers, "1700000000", a space for the
+        # T, a missing seconds field: none of them is the documented date-time.
+        if sent_at is None:
+            return None
+        if isinstance(sent_at, str) and _SENT_AT_NAIVE.match(sent_at):
+            raise ValueError("must carry a timezone, e.g. 2026-11-02T10:00:00Z")
+        if not isinstance(sent_at, str) or not re.match(SENT_AT_PATTERN, sent_at):
+            raise ValueError(
+                "must be an RFC 3339 date-time with its offset, from 1970 on, "
+                "e.g. 2026-11-02T10:00:00Z"
+            )
+        return sent_at
+
     @field_validator("sent_at")
     @classmethod
     def _with_a_timezone(cls, sent_at: datetime | None) -> datetime | None:
-        if sent_at is not None and sent_at.utcoffset() is None:
+        if sent_at is None:
+            return None
+        if sent_at.utcoffset() is None:
             raise ValueError("must carry a timezone, e.g. 2026-11-02T10:00:00Z")
+        try:
+            sent_at.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("is out of range once taken to UTC") from None
         return sent_at
 
     def blocks(self) -> list[dict[str, Any]]:
@@ -105,6 +279,18 @@ class MessageBody(_Strict):
 
 
 class UserMessageBody(MessageBody):
+    """The contact's own message: text, with tool results beside it perhaps, never a tool call."""
+
+    content: list[ContentBlock] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_BLOCKS,
+        json_schema_extra={
+            "contains": {"required": ["text"]},
+            "items": {"not": {"required": ["toolUse"]}},
+        },
+    )
+
     @model_validator(mode="after")
     def _the_contacts_own_words(self) -> UserMessageBody:
         if not any(block.get("text") for block in self.blocks()):
@@ -118,8 +304,28 @@ class ConverseRequest(_Strict):
     message: UserMessageBody
 
 
+_ROLE_RULES: JsonDict = {
+    "allOf": [
+        {
+            # A `user` turn recorded here only returns tool results.
+            "if": {"required": ["role"], "properties": {"role": {"const": "user"}}},
+            "then": {
+                "required": ["content"],
+                "properties": {"content": {"type": "array", "items": {"required": ["toolResult"]}}},
+            },
+        },
+        {
+            "if": {"required": ["role"], "properties": {"role": {"const": "assistant"}}},
+            "then": {"properties": {"content": {"items": {"not": {"required": ["toolResult"]}}}}},
+        },
+    ]
+}
+
+
 class RecordTurnRequest(MessageBody):
     """An agent's reply (`assistant`), or the tool results it returns (`user`)."""
+
+    model_config = ConfigDict(json_schema_extra={**_TEXT_OR_CONTENT, **_ROLE_RULES})
 
     role: Literal["assistant", "user"]
 

@@ -8,8 +8,10 @@ missing table fails the cold start with the reason instead of serving.
 # No `from __future__ import annotations` here: Powertools reads the route
 # functions' annotations at runtime to validate requests and build the OpenAPI.
 import json
+import math
 import re
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -62,6 +64,7 @@ _ERROR_DESCRIPTIONS = {
     409: "the message id was recorded before with other content, or the conversation was busy",
     413: "the message is over the store's item limit; nothing written",
     422: "sentAt more than 5 minutes in the future; nothing written",
+    415: "the body is not application/json",
     429: "rate_limited: over the tenant's rate limit; not recorded",
 }
 ERRORS: dict[int, Any] = {
@@ -120,7 +123,41 @@ SERVICE = ConverseService(
     telemetry=TELEMETRY,
 )
 
-app = APIGatewayRestResolver(enable_validation=True)
+_NOT_JSON = "NaN and Infinity are not JSON"
+_NUMBER_TOO_LARGE = "a number is too large"
+_TOO_DEEP = "nested too deeply"
+_JSON_REFUSALS = frozenset({_NOT_JSON, _NUMBER_TOO_LARGE, _TOO_DEEP})
+
+
+def _json_body(text: str) -> Any:
+    """The body as strict JSON: a value Python's parser takes but JSON has not is refused.
+
+    Powertools answers a `JSONDecodeError` with a 400; anything else the parser
+    raises (a 5,000-digit integer, a body nested past the recursion limit) would
+    be a 500, and `NaN` or `1e400` would be stored and come back as `null`.
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None
+    except ValueError as error:
+        if isinstance(error, json.JSONDecodeError):
+            raise
+        raise json.JSONDecodeError(_NUMBER_TOO_LARGE, text, 0) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise json.JSONDecodeError(_NOT_JSON, name, 0)
+
+
+def _finite_float(spelled: str) -> float:
+    number = float(spelled)
+    if not math.isfinite(number):
+        raise json.JSONDecodeError(_NUMBER_TOO_LARGE, spelled, 0)
+    return number
+
+
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
 
 
 def _caller() -> Caller:
@@ -137,7 +174,7 @@ def _incoming(body: MessageBody, role: str) -> Incoming:
 @app.post(
     f"{BASE}/converse",
     responses=_answers(
-        200, "the decision and the bounded history", 400, 403, 404, 409, 413, 422, 429
+        200, "the decision and the bounded history", 400, 403, 404, 409, 413, 415, 422, 429
     ),
     summary="record the contact's message, get the history",
 )
@@ -150,7 +187,7 @@ def converse(tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest) 
 @app.post(
     f"{BASE}/turns",
     status_code=201,
-    responses=_answers(201, "the turn as recorded", 400, 403, 404, 409, 413, 422),
+    responses=_answers(201, "the turn as recorded", 400, 403, 404, 409, 413, 415, 422),
     summary="record a reply",
 )
 @tracer.capture_method(capture_response=False)  # responses hold message text
@@ -219,7 +256,10 @@ def _first_invalid_field(errors: Any) -> ApiError:
         return invalid("body", "invalid request")
     first = details[0]
     if first.get("type") == "json_invalid":
-        return invalid("body", "not valid JSON")
+        reason = (first.get("ctx") or {}).get("error")
+        return invalid(
+            "body", f"not valid JSON ({reason})" if reason in _JSON_REFUSALS else "not valid JSON"
+        )
     loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "path", "query")]
     loc = [_PATH_NAMES.get(part, part) for part in loc]
     field = ".".join(loc) or "body"
@@ -240,11 +280,38 @@ def _reason(detail: Any) -> str:
     return f"{where}: {_message(detail)}" if where else _message(detail)
 
 
-OPENAPI_DOCUMENT = app.get_openapi_json_schema(
-    title="Conversation memory",
-    version="1.0.0",
-    description="Record a conversation's turns and get a bounded, Converse-ready history.",
-)
+def _openapi_document() -> str:
+    """The resolver's OpenAPI document, without the validation answer this API never gives.
+
+    Powertools documents a 422 `HTTPValidationError` on every route; here a
+    request that fails validation is answered 400 with the `ErrorResponse`
+    body (`_invalid`), and 422 means only `sent_at_in_future`. The routes'
+    own answers (`responses=`) replace it where they list a 422; elsewhere it
+    is dropped, with the schemas only it referred to.
+    """
+    document = json.loads(
+        app.get_openapi_json_schema(
+            title="Conversation memory",
+            version="1.0.0",
+            description="Record a conversation's turns and get a bounded, Converse-ready history.",
+        )
+    )
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            answers = operation["responses"]
+            if _VALIDATION_ERROR_REF in json.dumps(answers.get("422", {})):
+                del answers["422"]
+    schemas = document["components"]["schemas"]
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        referred = json.dumps({k: v for k, v in document.items() if k != "components"})
+        others = json.dumps({k: v for k, v in schemas.items() if k != name})
+        if f'"#/components/schemas/{name}"' not in referred + others:
+            schemas.pop(name, None)
+    return json.dumps(document)
+
+
+_VALIDATION_ERROR_REF = "#/components/schemas/HTTPValidationError"
+OPENAPI_DOCUMENT = _openapi_document()
 
 
 # -- direct invocation (Step Functions) ----------------------------------------------
@@ -294,4 +361,75 @@ def _direct_ids(event: dict[str, Any]) -> tuple[str, str]:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "action" in event:
         return _direct(event)
-    return app.resolve(event, context)
+    refusal = _unsupported_media_type(event)
+    if refusal is not None:
+        return _proxy_answer(refusal)
+    return app.resolve(_normalised(event), context)
+
+
+# -- the proxy event, as the routes expect it ----------------------------------------
+
+_ID_CHARACTERS = re.compile(r"[A-Za-z0-9_.:@+-]*")
+
+
+def _normalised(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its path segments percent-decoded and its JSON media type canonical.
+
+    API Gateway's REST `path` keeps the client's percent-encoding, and
+    Powertools reads the path parameters from it: `alice%40example.com` is the
+    contact `alice@example.com`. Only a segment that decodes to id characters
+    is decoded, so `a%2Fb` or `a%23b` stays as sent and is refused by the id
+    pattern, with the field named, rather than rerouted. Media types are
+    case-insensitive, while Powertools matches `application/json` as spelled.
+    """
+    path = event.get("path")
+    if isinstance(path, str) and "%" in path:
+        event = {**event, "path": "/".join(_decoded(part) for part in path.split("/"))}
+    headers = event.get("headers") or {}
+    for name, value in headers.items():
+        if name.lower() == "content-type" and isinstance(value, str):
+            if value != "application/json" and _media_type(value) == "application/json":
+                event = {**event, "headers": {**headers, name: "application/json"}}
+            break
+    return event
+
+
+def _decoded(segment: str) -> str:
+    if "%" not in segment:
+        return segment
+    try:
+        decoded = unquote(segment, errors="strict")
+    except UnicodeDecodeError:
+        return segment
+    return decoded if _ID_CHARACTERS.fullmatch(decoded) else segment
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _unsupported_media_type(event: dict[str, Any]) -> ApiError | None:
+    """A body that is not JSON gets 415, not Powertools' form parsing or its own 415 shape."""
+    if str(event.get("httpMethod", "")).upper() != "POST":
+        return None
+    headers = event.get("headers") or {}
+    content_type = next(
+        (v for k, v in headers.items() if k.lower() == "content-type" and isinstance(v, str)), ""
+    )
+    media_type = _media_type(content_type)
+    if media_type in ("", "application/json"):
+        return None
+    return ApiError(
+        415,
+        "unsupported_media_type",
+        f"Content-Type: {content_type[:100]!r}; the body must be application/json",
+    )
+
+
+def _proxy_answer(error: ApiError) -> dict[str, Any]:
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(error.body()),
+        "isBase64Encoded": False,
+    }
