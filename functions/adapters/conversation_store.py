@@ -87,7 +87,9 @@ class MessageTooLarge(ValueError):
 
 
 def format_instant(instant: datetime) -> str:
-    return instant.astimezone(UTC).strftime(_INSTANT_FORMAT)
+    utc = instant.astimezone(UTC)
+    # strftime's %Y does not zero-pad years below 1000; sort keys need a fixed width.
+    return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_instant(text: str) -> datetime:
