@@ -12,9 +12,9 @@ with the id breaking ties, late (out-of-order) turns included. Wall-clock
 time (TTL, lease) is modelled in whole epoch seconds, as DynamoDB keeps it.
 
 Where the code under test departs from the spec, the model follows the code
-only behind a named switch or a named set (`state_ttl_follows_newest`,
-`skipped`, `late`), so the departure stays visible; the test module's xfail
-tests state the spec's version.
+only through named sets (`skipped`, `late`: the turns no fold will ever
+absorb), so the departure stays visible; the test module's xfail tests state
+the spec's version.
 """
 
 from __future__ import annotations
@@ -177,10 +177,9 @@ class ReferenceConversation:
     contact_commits: int = 0
     lease_until: int | None = None
     first_answers: dict[str, FirstAnswer] = field(default_factory=dict)
-    state_ttl_follows_newest: bool = False
-    """The state's TTL as it should be (from the newest turn's sentAt), or, when False,
-    as the stores set it: from the sentAt of the turn written last, late or not."""
-    last_written: datetime | None = None
+    state_expiry: int | None = None
+    """The state lives the retention past its latest write (or that turn's sentAt, if later):
+    a late turn must not bring the expiry of the fold and the counters forward."""
 
     # -- clocks ------------------------------------------------------------------
 
@@ -220,18 +219,15 @@ class ReferenceConversation:
         """Turns at or below the watermark that no fold absorbed (and none ever will)."""
         return [t for t in self.at_or_below_watermark() if t.id not in self.folded]
 
-    def _record(self, turn: RefTurn) -> None:
+    def _record(self, turn: RefTurn, wall: datetime) -> None:
         if self.fold is not None and turn.position < self.fold.watermark:
             self.late.add(turn.id)
-        self.last_written = turn.sent_at
+        self.state_expiry = self.expiry(max(turn.sent_at, wall))
         self.turns.append(turn)
         self.turns.sort(key=lambda t: t.position)
 
     def seen(self, wall: datetime) -> Seen:
-        latest = max((t.sent_at for t in self.turns), default=None)
-        if not self.state_ttl_follows_newest:
-            latest = self.last_written
-        if latest is not None and self.expired(latest, wall):
+        if self.state_expiry is not None and self.state_expiry <= wall.timestamp():
             return Seen(True, 0, None, 0, 0, 0, None, None)
         return Seen(
             False,
@@ -308,10 +304,6 @@ class ReferenceConversation:
             since = self.cutoff(turn.sent_at)
             window = self.window(self.candidates(turn.position, turn.sent_at, wall), since)
             dropped = seen.turns_recorded - len(window.turns)
-            if seen.expired and window.candidates:
-                # A state that reads as new while turns are alive (its TTL was moved back
-                # by a late turn): the service counts what its reader happened to read.
-                dropped = None
             gap = bool(window.held_by_neither(seen.fold.watermark if seen.fold else None))
         memory = self.served(seen.fold, self.cutoff(turn.sent_at))
         in_flight = seen.lease_until is not None and seen.lease_until > wall.timestamp()
@@ -321,7 +313,7 @@ class ReferenceConversation:
         )
         enqueued = due and not in_flight
         # The state change.
-        self._record(turn)
+        self._record(turn, wall)
         self.streak_count = count
         self.last_contact = turn.sent_at if last is None else max(last, turn.sent_at)
         self.contact_commits += 1
@@ -360,8 +352,8 @@ class ReferenceConversation:
         memory = self.served(self.seen(wall).fold, self.cutoff(original.sent_at))
         return first, window, memory
 
-    def reply(self, turn: RefTurn) -> None:
-        self._record(turn)
+    def reply(self, turn: RefTurn, wall: datetime) -> None:
+        self._record(turn, wall)
 
     def compact(self, wall: datetime) -> int:
         """SPEC 6: fold the live turns newer than the watermark, oldest first; the count folded."""
