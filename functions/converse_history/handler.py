@@ -246,6 +246,16 @@ def _invalid(error: RequestValidationError) -> Response[str]:
     return _error_response(_first_invalid_field(error.errors()))
 
 
+@app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+def _failed(error: Exception) -> Response[str]:
+    # Not bad input (that is a 4xx above) but a fault that outlived the retries:
+    # logged with its traceback, answered in the API's error shape, never with it.
+    logger.exception("request_failed", extra={"error": type(error).__name__})
+    return _error_response(
+        ApiError(500, "internal_error", "the request failed; retry with the same message id")
+    )
+
+
 def _error_response(error: ApiError) -> Response[str]:
     return Response(error.status, content_types.APPLICATION_JSON, json.dumps(error.body()))
 

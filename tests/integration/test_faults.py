@@ -837,3 +837,15 @@ def test_an_appconfig_outage_through_powertools_keeps_the_last_good_rules(
     assert _decisions(api, 1, start + timedelta(minutes=3)) == [(200, "model")]
     assert len(rejected) == 1
     tally("Faults: AppConfig", faults_injected=appconfig.injected)
+
+
+def test_a_failure_that_never_clears_is_answered_in_the_apis_error_shape(api, dynamodb_faults):
+    dynamodb_faults.fail("TransactWriteItems", SERVER_ERROR)
+    status, answer = api.request(
+        "POST", "/v1/tenants/acme/contacts/c1/converse", {"message": {"text": "hi", "id": "m-9"}}
+    )
+    assert status == 500
+    assert answer["error"]["code"] == "internal_error"
+    assert "Traceback" not in json.dumps(answer)
+    assert api.items() == []
+    tally("Faults: DynamoDB", faults_injected=4)
