@@ -109,6 +109,10 @@ JUMPS = st.one_of(
     st.sampled_from([timedelta(hours=25), timedelta(days=10), timedelta(days=31)]),
 )
 
+# On-time turns fall on whole seconds and late ones half a second off, so that a late
+# turn never shares its sentAt with a turn whose id the service generated at random:
+# ties are broken by id, and a random order would make a failure impossible to replay.
+HALF_SECOND = timedelta(milliseconds=500)
 LATENESS = st.one_of(
     st.integers(1, 59).map(lambda m: timedelta(minutes=m)),
     st.sampled_from(
@@ -245,7 +249,7 @@ class MemoryMachine(RuleBasedStateMachine):
     def converse_late(self, size: int, fill: str, late: timedelta) -> None:
         """A contact's message delivered late: its sentAt is older than the newest turn's."""
         self.steps += 1
-        self._converse(self.wall - late, self._text(size, fill), given_id=True)
+        self._converse(self.wall - late - HALF_SECOND, self._text(size, fill), given_id=True)
 
     def _converse(self, sent_at: datetime, text: str, given_id: bool) -> None:
         turn_id = f"q{self.serial}" if given_id else None
@@ -336,7 +340,7 @@ class MemoryMachine(RuleBasedStateMachine):
     def reply_late(self, size: int, fill: str, late: timedelta) -> None:
         """A reply recorded late (a person's answer after an escalation, say)."""
         self.steps += 1
-        self._reply(self.wall - late, self._text(size, fill), given_id=True)
+        self._reply(self.wall - late - HALF_SECOND, self._text(size, fill), given_id=True)
 
     def _reply(self, sent_at: datetime, text: str, given_id: bool) -> None:
         turn_id = f"a{self.serial}" if given_id else None
