@@ -317,17 +317,11 @@ class DynamoDBConversationStore:
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
         """Give back a lease this call took, when its compaction request could not be sent."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_key(key.partition, STATE_SK),
-                UpdateExpression="REMOVE leaseUntil",
-                ConditionExpression="leaseUntil = :mine",
-                ExpressionAttributeValues={":mine": {"N": str(int(lease_until.timestamp()))}},
-            )
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        self._remove_lease(
+            key,
+            "leaseUntil = :mine",
+            {":mine": {"N": str(int(lease_until.timestamp()))}},
+        )
 
     def commit_fold(
         self,
@@ -381,13 +375,22 @@ class DynamoDBConversationStore:
 
     def clear_lease(self, key: ConversationKey) -> None:
         """Nothing left to fold: let the next turn ask again when there is."""
+        self._remove_lease(key, "attribute_exists(SK)", None)
+
+    def _remove_lease(
+        self, key: ConversationKey, condition: str, values: dict[str, Any] | None
+    ) -> None:
+        """Remove the lease if `condition` holds; if it does not, there is nothing to remove."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": _key(key.partition, STATE_SK),
+            "UpdateExpression": "REMOVE leaseUntil",
+            "ConditionExpression": condition,
+        }
+        if values:
+            request["ExpressionAttributeValues"] = values
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_key(key.partition, STATE_SK),
-                UpdateExpression="REMOVE leaseUntil",
-                ConditionExpression="attribute_exists(SK)",
-            )
+            self._client.update_item(**request)
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
