@@ -90,6 +90,9 @@ class _KeepingClient:
     def update_item(self, **kwargs: Any) -> dict[str, Any]:
         raise NotImplementedError
 
+    def batch_get_item(self, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
 
 @dataclass
 class CallCounter:
@@ -152,9 +155,11 @@ def seed_conversation(dynamodb: Any, key: ConversationKey, turns: list[Turn]) ->
         committed = store.commit_fold(
             key,
             next_fold(None, folded, summary.text),
+            watermark=folded[-1].position,
+            late_passed=0,
             expected_version=0,
-            folded_tokens=sum(tokens[: len(folded)]),
-            folded_turns=len(folded),
+            passed_tokens=sum(tokens[: len(folded)]),
+            passed_turns=len(folded),
         )
         assert committed, "the seeded fold was refused"
     _check_seeded(store, key, turns, folded)
@@ -169,7 +174,7 @@ def _check_seeded(
     assert state.unfolded_turns == len(turns) - len(folded)
     if folded:
         assert state.fold is not None
-        assert state.fold.watermark == folded[-1].position
+        assert state.watermark == folded[-1].position
         assert state.fold.turns_folded == len(folded)
     item = store._client.get_item(  # the newest turn, as the store wrote it
         TableName=TABLE,

@@ -69,7 +69,13 @@ class Compaction(Construct):
         )
         self.compactor.role.add_to_policy(
             iam.PolicyStatement(
-                actions=["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+                # BatchGetItem reads the late turns listed on the state.
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:Query",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:BatchGetItem",
+                ],
                 resources=[table.table_arn],
             )
         )

@@ -26,6 +26,9 @@ LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 MAX_BODY_BYTES = 10 * 1024 * 1024
 """API Gateway's payload limit: a larger request never reaches the Lambda."""
 
+FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+"""API Gateway's `ANY`: the methods that reach the Lambda (each has a `do_` below)."""
+
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
 """How much of a refused body is read and dropped before the connection is closed."""
 
@@ -192,9 +195,17 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(payload)
 
-    def _refuse(self, status: HTTPStatus, code: str, message: str) -> None:
+    def _refuse(
+        self,
+        status: HTTPStatus,
+        code: str,
+        message: str,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
         payload = json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
         self.send_response(status)
+        for name, value in (extra_headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -202,6 +213,25 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         # The unread part of a refused body must not be taken for the next request.
         self.close_connection = True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a method it has no `do_` for, a malformed
+        request line, oversized headers), in the API's JSON error shape, not its HTML page.
+
+        A method the gateway does not pass on (TRACE, QUERY, anything beyond
+        API Gateway's `ANY`) is 405 with `Allow`, as API Gateway answers a
+        method no resource declares, rather than http.server's 501.
+        """
+        if code == HTTPStatus.NOT_IMPLEMENTED:
+            self._refuse(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                f"{self.command} is not served; use one of {', '.join(FORWARDED_METHODS)}",
+                extra_headers={"Allow": ", ".join(FORWARDED_METHODS)},
+            )
+            return
+        status = HTTPStatus(code)
+        self._refuse(status, status.phrase.lower().replace(" ", "_"), message or status.phrase)
 
     def log_message(self, format: str, *args: Any) -> None:
         # The access log goes to stderr, so stdout carries only what the handler logs.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -52,6 +52,8 @@ class StoredTurn:
     turn: Turn
     tokens: int
     """The estimate counted into the unfolded counter when the turn was recorded."""
+    expired: bool = False
+    """Its TTL has passed: it is read by no one, and never folded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,8 @@ class StateChange:
     recent_contact: tuple[datetime, ...]
     lease_until: datetime | None
     """Set when this commit takes the compaction lease."""
+    late: bool = False
+    """The turn is at or below the state's late bound, as read: it joins the late list."""
 
 
 class Duplicate(Exception):
@@ -128,6 +132,9 @@ class ConversationStore(Protocol):
     def unfolded_turns(
         self, key: ConversationKey, after: TurnPosition | None, limit: int
     ) -> list[StoredTurn]: ...
+    def turns_at(
+        self, key: ConversationKey, positions: Sequence[TurnPosition]
+    ) -> list[StoredTurn]: ...
     def record_contact_turn(
         self,
         key: ConversationKey,
@@ -141,13 +148,23 @@ class ConversationStore(Protocol):
     ) -> None: ...
     def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None: ...
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None: ...
+    def claim(
+        self,
+        key: ConversationKey,
+        through: TurnPosition,
+        *,
+        expected_version: int,
+        expected_recorded: int,
+    ) -> bool: ...
     def commit_fold(
         self,
         key: ConversationKey,
-        fold: Fold,
+        fold: Fold | None,
         *,
+        watermark: TurnPosition | None,
+        late_passed: int,
         expected_version: int,
-        folded_tokens: int,
-        folded_turns: int,
+        passed_tokens: int,
+        passed_turns: int,
     ) -> bool: ...
     def clear_lease(self, key: ConversationKey) -> None: ...

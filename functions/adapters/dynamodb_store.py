@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -40,7 +40,7 @@ from adapters.conversation_store import (
     format_instant,
     parse_instant,
 )
-from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
+from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold, LateTurn
 from memory_core.history_range import expires_at, is_expired
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn, TurnPosition
@@ -53,6 +53,8 @@ TABLE_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 """The characters DynamoDB allows in a table name."""
 
 Item = dict[str, dict[str, Any]]
+BATCH_GET_LIMIT = 100
+"""Keys per BatchGetItem request, DynamoDB's limit."""
 
 
 class DynamoDBClient(Protocol):
@@ -62,6 +64,7 @@ class DynamoDBClient(Protocol):
     def get_item(self, **kwargs: Any) -> dict[str, Any]: ...
     def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
     def update_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    def batch_get_item(self, **kwargs: Any) -> dict[str, Any]: ...
 
 
 def turn_sort_key(position: TurnPosition) -> str:
@@ -110,7 +113,14 @@ class DynamoDBConversationStore:
         state = _state_from(item)
         ttl = item.get(TTL_ATTRIBUTE)
         if ttl and is_expired(int(ttl["N"]), datetime.fromtimestamp(self._clock(), UTC)):
-            return ConversationState(version=state.version)
+            # The lock and the compaction marks stay: the commit's conditions compare them.
+            return ConversationState(
+                version=state.version,
+                watermark=state.watermark,
+                folding_through=state.folding_through,
+                late_turns=state.late_turns,
+                compaction_version=state.compaction_version,
+            )
         return state
 
     def state(self, key: ConversationKey) -> ConversationState | None:
@@ -176,10 +186,12 @@ class DynamoDBConversationStore:
     def unfolded_turns(
         self, key: ConversationKey, after: TurnPosition | None, limit: int
     ) -> list[StoredTurn]:
-        """The turns newer than the fold's watermark, oldest first, at most `limit`.
+        """The turns newer than the watermark, oldest first, at most `limit`.
 
         The read starts at the watermark, so its cost follows what is unfolded,
-        never the conversation's length. Expired turns are skipped.
+        never the conversation's length. Turns past their TTL come back marked
+        `expired`: the compactor passes over them but moves the counters and
+        the watermark past them.
         """
         start = turn_sort_key(after) if after else TURN_PREFIX
         request: dict[str, Any] = {
@@ -202,12 +214,29 @@ class DynamoDBConversationStore:
                 sort_key = item["SK"]["S"]
                 if sort_key in {start, STATE_SK} or len(found) == limit:
                     continue
-                if not is_expired(int(item[TTL_ATTRIBUTE]["N"]), now):
-                    found.append(StoredTurn(_turn_from(item), _number(item, "tokens")))
+                expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
+                found.append(StoredTurn(_turn_from(item), _number(item, "tokens"), expired))
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         return found
+
+    def turns_at(self, key: ConversationKey, positions: Sequence[TurnPosition]) -> list[StoredTurn]:
+        """The turns at these positions (the late list), oldest first; deleted ones are absent."""
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        found: list[StoredTurn] = []
+        keys = [_key(key.partition, turn_sort_key(p)) for p in sorted(set(positions))]
+        for start in range(0, len(keys), BATCH_GET_LIMIT):
+            request: dict[str, Any] = {
+                self._table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}
+            }
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._table, []):
+                    expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
+                    found.append(StoredTurn(_turn_from(item), _number(item, "tokens"), expired))
+                request = response.get("UnprocessedKeys") or {}
+        return sorted(found, key=lambda stored: stored.turn.position)
 
     # -- writes --------------------------------------------------------------------
 
@@ -224,8 +253,11 @@ class DynamoDBConversationStore:
     ) -> None:
         """The contact's message and the state change, as one conditional transaction.
 
-        Raises Duplicate when the message id is already recorded (nothing is
-        written) and VersionConflict when another writer got there first.
+        `change.late` comes from the state the caller read: a late turn joins
+        the late list, any other must still sort above the compaction marks
+        (the version does not follow the compactor). Raises
+        Duplicate when the message id is already recorded (nothing is written)
+        and VersionConflict when another writer got there first.
         """
         encoded = encode_content(turn)
         check_item_size(encoded)
@@ -237,7 +269,6 @@ class DynamoDBConversationStore:
             ":count": {"N": str(change.streak.count)},
             ":last": {"S": format_instant(change.streak.last_contact_at or turn.sent_at)},
             ":recent": {"L": [{"S": format_instant(t)} for t in change.recent_contact]},
-            ":tokens": {"N": str(tokens)},
             ":one": {"N": "1"},
             ":state_ttl": {"N": str(state_ttl)},
         }
@@ -256,52 +287,75 @@ class DynamoDBConversationStore:
         else:
             condition = "#version = :expected"
             values[":expected"] = {"N": str(change.expected_version)}
+        sort_key = {"S": turn_sort_key(turn.position)}
+        if change.late:
+            sets.append(_join_the_late_list(sort_key, tokens, values))
+        else:
+            condition += " AND " + _ABOVE_THE_MARKS
+            values[":sk"] = sort_key
+        values[":tokens"] = {"N": str(tokens)}
         state_update = {
             "TableName": self._table,
             "Key": _key(key.partition, STATE_SK),
-            "UpdateExpression": "SET "
-            + ", ".join(sets)
-            + " ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one",
+            "UpdateExpression": "SET " + ", ".join(sets) + _COUNT_THE_TURN,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        self._commit(
-            key,
-            turn,
-            encoded=encoded,
-            tokens=tokens,
-            ttl=ttl,
-            state_update=state_update,
-            marker_extra=_marker_extra(turn_count, decision, dropped),
-        )
+        try:
+            self._commit(
+                key,
+                turn,
+                encoded=encoded,
+                tokens=tokens,
+                ttl=ttl,
+                state_update=state_update,
+                marker_extra=_marker_extra(turn_count, decision, dropped),
+            )
+        except _StateConditionFailed:
+            raise VersionConflict() from None
 
     def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
         """An agent's (or a person's) reply: the turn and the counters, in one transaction.
 
         No read first: the counters move by increments, so no version is needed.
+        The commit expects the turn to sort above the compaction marks; when it
+        does not, the reply is late and is recorded again onto the late list.
         """
+        try:
+            self._record_reply(key, turn, tokens, late=False)
+        except _StateConditionFailed:
+            # The marks only move forward: a late reply stays late, one more commit.
+            self._record_reply(key, turn, tokens, late=True)
+
+    def _record_reply(self, key: ConversationKey, turn: Turn, tokens: int, *, late: bool) -> None:
         encoded = encode_content(turn)
         check_item_size(encoded)
-        ttl = expires_at(turn.sent_at, self._retention_days)
-        state_ttl = self._state_ttl(turn)
-        state_update = {
+        sort_key = {"S": turn_sort_key(turn.position)}
+        values: dict[str, Any] = {
+            ":one": {"N": "1"},
+            ":tokens": {"N": str(tokens)},
+            ":state_ttl": {"N": str(self._state_ttl(turn))},
+        }
+        sets = [f"{TTL_ATTRIBUTE} = :state_ttl"]
+        if late:
+            sets.append(_join_the_late_list(sort_key, tokens, values))
+        else:
+            values[":sk"] = sort_key
+        state_update: dict[str, Any] = {
             "TableName": self._table,
             "Key": _key(key.partition, STATE_SK),
-            "UpdateExpression": "ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one"
-            f" SET {TTL_ATTRIBUTE} = :state_ttl",
-            "ExpressionAttributeValues": {
-                ":tokens": {"N": str(tokens)},
-                ":one": {"N": "1"},
-                ":state_ttl": {"N": str(state_ttl)},
-            },
+            "UpdateExpression": "SET " + ", ".join(sets) + _COUNT_THE_TURN,
+            "ExpressionAttributeValues": values,
         }
+        if not late:
+            state_update["ConditionExpression"] = _ABOVE_THE_MARKS
         self._commit(
             key,
             turn,
             encoded=encoded,
             tokens=tokens,
-            ttl=ttl,
+            ttl=expires_at(turn.sent_at, self._retention_days),
             state_update=state_update,
             marker_extra={},
         )
@@ -323,48 +377,96 @@ class DynamoDBConversationStore:
             {":mine": {"N": str(int(lease_until.timestamp()))}},
         )
 
+    def claim(
+        self,
+        key: ConversationKey,
+        through: TurnPosition,
+        *,
+        expected_version: int,
+        expected_recorded: int,
+    ) -> bool:
+        """Mark the newest turn a compaction is about to fold, before it summarises.
+
+        From here on a turn recorded at or below `through` is late, so none can
+        slip under the new watermark unfolded while the summary is written.
+        The condition on `turnsRecorded` makes sure no turn arrived between the
+        compactor's read and this mark; False when one did (or another
+        compactor committed): read again.
+        """
+        values: dict[str, Any] = {
+            ":through": {"S": turn_sort_key(through)},
+            ":recorded": {"N": str(expected_recorded)},
+        }
+        condition = "turnsRecorded = :recorded AND " + _compaction_version_is(
+            expected_version, values
+        )
+        return self._conditional_update(
+            key, "SET foldingThrough = :through", f"attribute_exists(SK) AND {condition}", values
+        )
+
     def commit_fold(
         self,
         key: ConversationKey,
-        fold: Fold,
+        fold: Fold | None,
         *,
+        watermark: TurnPosition | None,
+        late_passed: int,
         expected_version: int,
-        folded_tokens: int,
-        folded_turns: int,
+        passed_tokens: int,
+        passed_turns: int,
     ) -> bool:
-        """The new fold, if nobody committed one since `expected_version` was read.
+        """The new fold and watermark, if no compaction committed since `expected_version`.
 
-        The counters drop by what was folded (by increments, so turns recorded
-        meanwhile still count) and the lease clears. False when another
-        compactor won: the loser neither overwrites nor loses a turn.
+        `fold` is None when every turn passed was past its TTL: the summary
+        stays, the watermark moves. The first `late_passed` entries of the
+        late list go (late turns recorded meanwhile were appended after them,
+        and stay). The counters drop by what was passed (by increments, so
+        turns recorded meanwhile still count); the lease and the claim clear.
+        False when another compactor won: the loser neither overwrites nor
+        loses a turn.
         """
         values: dict[str, Any] = {
-            ":summary": {"S": fold.summary},
-            ":watermark": {"S": turn_sort_key(fold.watermark)},
-            ":version": {"N": str(fold.version)},
-            ":from": {"S": format_instant(fold.covers_from)},
-            ":until": {"S": format_instant(fold.covers_until)},
-            ":folded": {"N": str(fold.turns_folded)},
-            ":tokens": {"N": str(-folded_tokens)},
-            ":turns": {"N": str(-folded_turns)},
+            ":version": {"N": str(expected_version + 1)},
+            ":tokens": {"N": str(-passed_tokens)},
+            ":turns": {"N": str(-passed_turns)},
         }
-        if expected_version == 0:
-            condition = "attribute_not_exists(foldVersion)"
-        else:
-            condition = "foldVersion = :expected"
-            values[":expected"] = {"N": str(expected_version)}
+        sets = ["foldVersion = :version"]
+        if watermark is not None:
+            sets.append("foldWatermark = :watermark")
+            values[":watermark"] = {"S": turn_sort_key(watermark)}
+        removals = ["leaseUntil", "foldingThrough"]
+        removals += [f"lateTurns[{index}]" for index in range(late_passed)]
+        if fold is not None:
+            sets += [
+                "foldSummary = :summary",
+                "foldCoversFrom = :from",
+                "foldCoversUntil = :until",
+                "turnsFolded = :folded",
+            ]
+            values[":summary"] = {"S": fold.summary}
+            values[":from"] = {"S": format_instant(fold.covers_from)}
+            values[":until"] = {"S": format_instant(fold.covers_until)}
+            values[":folded"] = {"N": str(fold.turns_folded)}
+        condition = _compaction_version_is(expected_version, values)
+        return self._conditional_update(
+            key,
+            "SET "
+            + ", ".join(sets)
+            + " ADD unfoldedTokens :tokens, unfoldedTurns :turns REMOVE "
+            + ", ".join(removals),
+            f"attribute_exists(SK) AND {condition}",
+            values,
+        )
+
+    def _conditional_update(
+        self, key: ConversationKey, update: str, condition: str, values: dict[str, Any]
+    ) -> bool:
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=_key(key.partition, STATE_SK),
-                UpdateExpression=(
-                    "SET foldSummary = :summary, foldWatermark = :watermark, "
-                    "foldVersion = :version, foldCoversFrom = :from, foldCoversUntil = :until, "
-                    "turnsFolded = :folded "
-                    "ADD unfoldedTokens :tokens, unfoldedTurns :turns "
-                    "REMOVE leaseUntil"
-                ),
-                ConditionExpression=f"attribute_exists(SK) AND {condition}",
+                UpdateExpression=update,
+                ConditionExpression=condition,
                 ExpressionAttributeValues=values,
             )
         except ClientError as error:
@@ -445,11 +547,27 @@ class DynamoDBConversationStore:
             first = self.recorded(key, turn.id)
             if first is not None:
                 raise Duplicate(first) from None
+        if codes[2:3] == ["ConditionalCheckFailed"] and marker_code != "ConditionalCheckFailed":
+            raise _StateConditionFailed() from None
         if "ConditionalCheckFailed" in codes or _TRANSIENT_CANCELLATIONS.intersection(codes):
             raise VersionConflict() from None
 
 
+class _StateConditionFailed(Exception):
+    """The state's condition failed alone: a newer version, or the turn is late."""
+
+
+_COUNT_THE_TURN = " ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one"
+
+
 _ABSENT = "attribute_not_exists(SK)"
+_ABOVE_THE_MARKS = (
+    "(attribute_not_exists(foldWatermark) OR foldWatermark < :sk)"
+    " AND (attribute_not_exists(foldingThrough) OR foldingThrough < :sk)"
+)
+"""The turn sorts after the watermark and any compaction's claim: it can still be folded.
+
+Sort keys compare as the positions do (fixed-width instants, then the id)."""
 _TRANSIENT_CANCELLATIONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
@@ -460,6 +578,24 @@ item throttled inside a transaction (`ThrottlingError`, `ProvisionedThroughputEx
 used to fail the call with a 500; raised as VersionConflict, the commit is read again
 and retried with backoff like a lost race (found by tests/integration/test_faults.py).
 """
+
+
+def _join_the_late_list(sort_key: dict[str, str], tokens: int, values: dict[str, Any]) -> str:
+    """The SET clause that appends the turn to the late list (created if absent).
+
+    Its estimate goes with it, so that the counters still come right if the
+    turn's TTL deletes it before compaction reads it.
+    """
+    values[":none"] = {"L": []}
+    values[":this"] = {"L": [{"M": {"sk": sort_key, "tokens": {"N": str(tokens)}}}]}
+    return "lateTurns = list_append(if_not_exists(lateTurns, :none), :this)"
+
+
+def _compaction_version_is(expected: int, values: dict[str, Any]) -> str:
+    if expected == 0:
+        return "attribute_not_exists(foldVersion)"
+    values[":expected"] = {"N": str(expected)}
+    return "foldVersion = :expected"
 
 
 def _key(partition: str, sort_key: str) -> Item:
@@ -500,8 +636,21 @@ def _state_from(item: Mapping[str, Any]) -> ConversationState:
         unfolded_turns=max(0, _number(item, "unfoldedTurns")),
         lease_until=datetime.fromtimestamp(int(lease["N"]), UTC) if lease else None,
         fold=_fold_from(item),
+        watermark=_position(item, "foldWatermark"),
+        folding_through=_position(item, "foldingThrough"),
+        late_turns=tuple(_late_turn(v["M"]) for v in item.get("lateTurns", {}).get("L", [])),
+        compaction_version=_number(item, "foldVersion"),
         turns_recorded=_number(item, "turnsRecorded"),
     )
+
+
+def _late_turn(entry: Mapping[str, Any]) -> LateTurn:
+    return LateTurn(position_of(entry["sk"]["S"]), int(entry["tokens"]["N"]))
+
+
+def _position(item: Mapping[str, Any], name: str) -> TurnPosition | None:
+    value = item.get(name)
+    return position_of(value["S"]) if value else None
 
 
 def _fold_from(item: Mapping[str, Any]) -> Fold | None:
@@ -514,8 +663,6 @@ def _fold_from(item: Mapping[str, Any]) -> Fold | None:
     assert covers_until is not None
     return Fold(
         summary=item["foldSummary"]["S"],
-        watermark=position_of(item["foldWatermark"]["S"]),
-        version=_number(item, "foldVersion"),
         covers_from=covers_from,
         covers_until=covers_until,
         turns_folded=_number(item, "turnsFolded"),

@@ -1,9 +1,13 @@
 """One compaction: read what is unfolded, summarise it onto the memory, commit once.
 
 Duplicate deliveries and racing compactors are expected (a standard queue
-delivers at least once): the commit is conditional on the fold's version,
-and a second run finds nothing newer than the watermark, so each turn is
-folded once. Nothing here deletes or edits a turn.
+delivers at least once): the commit is conditional on the compaction
+version, and a second run finds nothing newer than the watermark, so each
+turn is folded once. Before summarising, the compactor claims the turns it
+read (`claim`): a turn recorded meanwhile below that claim is late, so none
+slips under the new watermark unnoticed. Late turns (recorded after
+compaction passed their position) wait on the state's late list and are
+folded by the next compaction. Nothing here deletes or edits a turn.
 """
 
 from __future__ import annotations
@@ -14,13 +18,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from adapters.conversation_store import ConversationKey, ConversationStore
+from adapters.conversation_store import ConversationKey, ConversationStore, StoredTurn
 from adapters.summariser import Summariser, Summary
+from memory_core.conversation import ConversationState, LateTurn
 from memory_core.fold import next_fold
 from memory_core.settings import Settings
+from memory_core.turns import Turn, TurnPosition
 
 MAX_TURNS_PER_FOLD = 500
 """Bounds one invocation; a longer backlog is folded by the next request."""
+MAX_LATE_TURNS_PER_FOLD = 100
+"""Late turns are rare; a longer list is drained over the next compactions."""
+CLAIM_ATTEMPTS = 5
 
 
 class Outcome(Enum):
@@ -60,32 +69,92 @@ class Compactor:
 
     def compact(self, key: ConversationKey) -> Compaction:
         started = self._clock()
-        state = self._store.state(key)
-        if state is None:
-            return Compaction(Outcome.NOTHING_TO_FOLD)
-        previous = state.fold
-        stored = self._store.unfolded_turns(
-            key, previous.watermark if previous else None, MAX_TURNS_PER_FOLD
-        )
-        if not stored:
-            self._store.clear_lease(key)
-            return Compaction(Outcome.NOTHING_TO_FOLD)
-        turns = [s.turn for s in stored]
-        # A failure here raises: the record fails, comes back, and nothing was written.
-        summary = self._summariser.summarise(
-            previous.summary if previous else None, turns, self._settings.memory_summary_max_tokens
-        )
-        fold = next_fold(previous, turns, summary.text)
+        for _ in range(CLAIM_ATTEMPTS):
+            state = self._store.state(key)
+            if state is None:
+                return Compaction(Outcome.NOTHING_TO_FOLD)
+            newer = self._store.unfolded_turns(key, state.watermark, MAX_TURNS_PER_FOLD)
+            late = state.late_turns[:MAX_LATE_TURNS_PER_FOLD]
+            if not newer and not late:
+                self._store.clear_lease(key)
+                return Compaction(Outcome.NOTHING_TO_FOLD)
+            # Late turns join an existing range: only a new watermark needs a claim.
+            if not newer or self._store.claim(
+                key,
+                newer[-1].turn.position,
+                expected_version=state.compaction_version,
+                expected_recorded=state.turns_recorded,
+            ):
+                return self._fold(key, state, newer, late, started)
+        # Turns keep arriving between the read and the claim: the record comes back later.
+        raise ConversationBusy(key)
+
+    def _fold(
+        self,
+        key: ConversationKey,
+        state: ConversationState,
+        newer: list[StoredTurn],
+        late: tuple[LateTurn, ...],
+        started: float,
+    ) -> Compaction:
+        passed = sorted([*newer, *self._late_turns(key, state, late)], key=_position)
+        # An expired turn was counted but nobody can read it any more: passed, not folded.
+        live = [s.turn for s in passed if not s.expired]
+        fold = summary = None
+        if live:
+            previous = state.fold
+            # A failure here raises: the record fails, comes back, and nothing was written.
+            summary = self._summariser.summarise(
+                previous.summary if previous else None,
+                live,
+                self._settings.memory_summary_max_tokens,
+            )
+            fold = next_fold(previous, live, summary.text)
         committed = self._store.commit_fold(
             key,
             fold,
-            expected_version=previous.version if previous else 0,
-            folded_tokens=sum(s.tokens for s in stored),
-            folded_turns=len(stored),
+            watermark=newer[-1].turn.position if newer else None,
+            late_passed=len(late),
+            expected_version=state.compaction_version,
+            passed_tokens=sum(s.tokens for s in passed),
+            passed_turns=len(passed),
         )
         if not committed:
             self._telemetry.lost_race()
             return Compaction(Outcome.LOST_RACE)
-        compaction = Compaction(Outcome.FOLDED, len(turns), summary, self._clock() - started)
+        if not live:
+            return Compaction(Outcome.NOTHING_TO_FOLD)
+        compaction = Compaction(Outcome.FOLDED, len(live), summary, self._clock() - started)
         self._telemetry.folded(compaction)
         return compaction
+
+    def _late_turns(
+        self, key: ConversationKey, state: ConversationState, late: tuple[LateTurn, ...]
+    ) -> list[StoredTurn]:
+        """The late turns to fold with the newer ones, each with what it was counted.
+
+        One above the watermark sorts among the newer turns and is folded with
+        them (a claim that died with its compactor made it late). One whose TTL
+        deleted it is passed on its listed estimate.
+        """
+        mark = state.watermark
+        below = [entry for entry in late if mark is not None and entry.position <= mark]
+        found = {s.turn.position: s for s in self._store.turns_at(key, [e.position for e in below])}
+        return [found.get(e.position) or _deleted(e) for e in below]
+
+
+def _position(stored: StoredTurn) -> TurnPosition:
+    return stored.turn.position
+
+
+def _deleted(entry: LateTurn) -> StoredTurn:
+    """A late turn DynamoDB's TTL deleted before it could be folded: passed, as expired."""
+    placeholder = Turn(entry.position.turn_id, "user", (), entry.position.sent_at)
+    return StoredTurn(placeholder, entry.tokens, expired=True)
+
+
+class ConversationBusy(Exception):
+    """No claim could be taken: turns kept arriving between the read and the claim."""
+
+    def __init__(self, key: ConversationKey) -> None:
+        super().__init__(f"{key.partition}: turns kept arriving; compaction will be retried")

@@ -43,7 +43,7 @@ from memory_core.settings import Settings
 from memory_core.tenancy import caller_may_act_for
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.turn_cap import exceeds_cap, next_streak
-from memory_core.turns import Role, Turn
+from memory_core.turns import Role, Turn, TurnPosition
 from memory_core.window import Window, build_window
 
 FUTURE_TOLERANCE = timedelta(minutes=5)
@@ -55,7 +55,7 @@ BACKOFF_CAP_SECONDS = 0.25
 class Telemetry(Protocol):
     def window_built(self, window: Window) -> None: ...
     def window_bounded(self, window: Window) -> None: ...
-    def coverage_gap(self, missing: list[Turn]) -> None: ...
+    def coverage_gap(self, missing: list[TurnPosition]) -> None: ...
     def escalated(self, turn_count: int) -> None: ...
     def compaction_enqueued(self) -> None: ...
     def compaction_request_failed(self, error: Exception) -> None: ...
@@ -196,6 +196,8 @@ class ConverseService:
                 streak=streak,
                 recent_contact=remember(state.recent_contact, turn.sent_at, tenant.rate_limit),
                 lease_until=lease,
+                # Compaction has passed this position already: the next one folds it.
+                late=state.is_late(turn.position),
             ),
             turn_count=streak.count,
             decision="escalate" if escalate else "model",
@@ -206,15 +208,24 @@ class ConverseService:
         if window is None:
             self._telemetry.escalated(streak.count)
             return escalation(streak.count, turn)
-        self._observe(window, state)
+        self._observe(window, state, since, turn)
         return self._answer(streak.count, turn, window, state.fold, since)
 
-    def _observe(self, window: Window, state: ConversationState) -> None:
+    def _observe(
+        self, window: Window, state: ConversationState, since: datetime, current: Turn
+    ) -> None:
         self._telemetry.window_built(window)
         if window.dropped:
             self._telemetry.window_bounded(window)
-        watermark = state.fold.watermark if state.fold else None
-        missing = held_by_neither(window.passed_over, window.oldest_position, watermark)
+        alive_since = self._now() - timedelta(days=self._settings.turn_retention_days)
+        missing = held_by_neither(
+            window.passed_over,
+            window.oldest_position,
+            state.watermark,
+            late={entry.position for entry in state.late_turns},
+            since=max(since, alive_since),
+            before=current.position,
+        )
         if missing:
             self._telemetry.coverage_gap(missing)
 

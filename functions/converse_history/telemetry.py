@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from adapters.conversation_store import format_instant
-from memory_core.turns import Turn
+from memory_core.turns import TurnPosition
 from memory_core.window import Window
 
 
@@ -35,7 +35,7 @@ class PowertoolsTelemetry:
         self._metrics.add_metric("HistoryMessagesTrimmed", MetricUnit.Count, window.trimmed)
         self._metrics.add_metric("WindowTokens", MetricUnit.Count, window.estimated_tokens)
 
-    def coverage_gap(self, missing: list[Turn]) -> None:
+    def coverage_gap(self, missing: list[TurnPosition]) -> None:
         self._logger.warning(
             "converse_history_coverage_gap",
             extra={

@@ -1,14 +1,16 @@
 """A conversation's state between calls: the cap streak, the fold and the counters.
 
 One record per conversation. The converse call owns the streak, the rate
-window and the lease it takes; the compactor owns the fold; both move the
-unfolded counters, by increments, so neither can lose the other's update.
+window and the lease it takes; the compactor owns the fold, the watermark
+and its claim; both move the unfolded counters, by increments, so neither
+can lose the other's update.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from memory_core.turn_cap import NO_STREAK, Streak
 from memory_core.turns import TurnPosition
@@ -16,14 +18,19 @@ from memory_core.turns import TurnPosition
 
 @dataclass(frozen=True, slots=True)
 class Fold:
-    """The memory: a summary of every turn up to `watermark`, oldest first."""
+    """The memory: a summary of the turns folded so far, oldest first."""
 
     summary: str
-    watermark: TurnPosition
-    version: int
     covers_from: datetime
     covers_until: datetime
     turns_folded: int
+
+
+class LateTurn(NamedTuple):
+    """A turn recorded after compaction had passed its position, with what it was counted."""
+
+    position: TurnPosition
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +42,31 @@ class ConversationState:
     """The newest `sentAt`s of the contact's messages, as many as the rate limit needs."""
     unfolded_tokens: int = 0
     unfolded_turns: int = 0
+    """What compaction has still to deal with: the turns above the watermark and the late ones."""
     lease_until: datetime | None = None
     """A compaction is in flight until then; a lost one expires."""
     fold: Fold | None = None
+    watermark: TurnPosition | None = None
+    """Compaction has dealt with every turn up to here: folded it, or passed it over
+    because its TTL had passed. The fold's newest turn is at or below it."""
+    folding_through: TurnPosition | None = None
+    """The newest turn an in-flight compaction is folding (its claim)."""
+    late_turns: tuple[LateTurn, ...] = ()
+    """Turns recorded after compaction had passed their position, in arrival order:
+    the next compaction folds them (docs/decisions.md, "late turns")."""
+    compaction_version: int = 0
+    """Every compaction commit adds one: the compactors' optimistic lock."""
     turns_recorded: int = 0
+
+    @property
+    def late_bound(self) -> TurnPosition | None:
+        """A turn recorded at or below this position is late: the watermark or a claim passed it."""
+        marks = [m for m in (self.watermark, self.folding_through) if m is not None]
+        return max(marks) if marks else None
+
+    def is_late(self, position: TurnPosition) -> bool:
+        bound = self.late_bound
+        return bound is not None and position <= bound
 
 
 NEW_CONVERSATION = ConversationState()

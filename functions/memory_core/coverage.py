@@ -1,30 +1,51 @@
 """The coverage check (SPEC 5.7): every candidate turn is held by the fold or the window.
 
-The fold holds every turn up to its watermark; the window holds a run of the
-newest turns. A candidate between the two is held by neither: the model will
-never see it, and nothing says so unless this check does.
+The fold holds every turn up to the watermark except the late ones not
+folded yet (recorded after compaction had passed their position; the next
+compaction folds them); the window holds a run of the newest turns. A
+candidate held by neither will not reach the model, and nothing says so
+unless this check does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
+from datetime import datetime
 
 from memory_core.turns import Turn, TurnPosition
 
 
 def held_by_neither(
-    candidates: Iterable[Turn],
+    passed_over: Iterable[Turn],
     window_oldest: TurnPosition | None,
-    fold_watermark: TurnPosition | None,
-) -> list[Turn]:
-    """The candidates older than the window's oldest turn and newer than the watermark.
+    watermark: TurnPosition | None,
+    *,
+    late: Collection[TurnPosition] = (),
+    since: datetime | None = None,
+    before: TurnPosition | None = None,
+) -> list[TurnPosition]:
+    """The candidates older than the window's oldest turn that the fold does not hold.
 
-    `window_oldest` is None for an empty window, `fold_watermark` None when
-    nothing has been folded yet.
+    `passed_over` are the candidates the window read and left out; older
+    candidates are below the watermark if the newest of these is, so only a
+    late turn can hide there: those are taken from `late` (the state's list),
+    from `since` on and older than `before` (the current message).
+    `window_oldest` is None for an empty window, `watermark` None when
+    compaction has not run yet.
     """
-    return [
-        turn
-        for turn in candidates
-        if (window_oldest is None or turn.position < window_oldest)
-        and (fold_watermark is None or turn.position > fold_watermark)
+    read = [turn.position for turn in passed_over]
+    missing = [
+        position
+        for position in read
+        if (window_oldest is None or position < window_oldest)
+        and (watermark is None or position > watermark or position in late)
     ]
+    if late:
+        horizon = min(read) if read else window_oldest or before
+        missing += [
+            position
+            for position in late
+            if (horizon is None or position < horizon)
+            and (since is None or position.sent_at >= since)
+        ]
+    return sorted(missing)

@@ -53,11 +53,10 @@ _SEED = os.environ.get("FUZZ_SEED", "20261102")
 SEED = random.randrange(2**32) if _SEED == "random" else int(_SEED)
 CHECKS = ["not_a_server_error", "response_schema_conformance", "negative_data_rejection"]
 
-# The methods API Gateway passes to an integration (its `ANY`): the coverage
-# phase sends each route the ones it does not serve. TRACE and QUERY never
-# reach a Lambda through API Gateway, and the local stand-in does not speak
-# them (Python's http.server answers 501 itself), so they are left out.
-GATEWAY_METHODS = ["GET", "PUT", "POST", "DELETE", "OPTIONS", "PATCH"]
+# The coverage phase sends each route the methods it does not serve: those
+# API Gateway passes to an integration (its `ANY`), answered by the Lambda,
+# and TRACE and QUERY, which the gateway refuses itself with a 405.
+GATEWAY_METHODS = ["GET", "PUT", "POST", "DELETE", "OPTIONS", "PATCH", "TRACE", "QUERY"]
 
 CONFIG: dict[str, Any] = {
     "seed": SEED,

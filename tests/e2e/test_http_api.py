@@ -103,3 +103,13 @@ def test_the_runner_announces_where_it_listens_and_a_working_curl(shared_runner:
 
     assert f"listening on {shared_runner.base_url}" in output
     assert f"curl -s -X POST {shared_runner.base_url}/v1/tenants/acme-legal/contacts/" in output
+
+
+def test_a_method_the_gateway_does_not_forward_is_405_in_the_error_shape(shared_runner: Runner):
+    for method in ("TRACE", "QUERY", "BREW"):
+        for path in ("/health", CONVERSE_PATH.format(tenant_id="demo", contact_id=_contact())):
+            status, headers, answer = shared_runner.request(method, path)
+            assert status == 405, (method, path)
+            assert answer["error"]["code"] == "method_not_allowed"
+            assert method in answer["error"]["message"]
+            assert "POST" in headers["Allow"]

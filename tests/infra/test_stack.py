@@ -145,6 +145,9 @@ def test_each_function_has_its_own_role_scoped_to_its_resources(resources):
     assert "bedrock:InvokeModel" not in history
     assert "foundation-model/amazon.nova-lite-v1:0" in compactor["bedrock:InvokeModel"]
     assert "dynamodb:PutItem" not in compactor
+    # The compactor's store calls: the state, the newer turns, the late ones, the commit.
+    for action in ("GetItem", "Query", "BatchGetItem", "UpdateItem"):
+        assert table in compactor[f"dynamodb:{action}"]
     assert "sqs:SendMessage" not in compactor
     assert "sqs:ReceiveMessage" in compactor
 

@@ -15,9 +15,8 @@ follow it: a conversation replayed years in the past against the real wall
 clock would have every turn past its 60-day TTL, so nothing would ever reach
 a window. The clock starts three years ago and never passes the real now.
 
-Two invariants are narrowed to what the code does (the unfolded counters,
-and coverage by the watermark's position); the exact statements are the
-xfail tests at the end of this module.
+The tests at the end of this module replay, step by step, the sequences
+this machine found: each one a bug fixed since.
 """
 
 from __future__ import annotations
@@ -474,12 +473,14 @@ class MemoryMachine(RuleBasedStateMachine):
         assert state.turns_recorded == len(self.ref.turns)
         lease = state.lease_until
         assert (int(lease.timestamp()) if lease else None) == self.ref.lease_until
+        assert (tuple(state.watermark) if state.watermark else None) == self.ref.watermark
+        assert state.compaction_version == self.ref.compactions
+        assert state.folding_through is None, "a claim outlived its compaction"
         fold, ref_fold = state.fold, self.ref.fold
         if ref_fold is None:
             assert fold is None
         else:
             assert fold is not None
-            assert tuple(fold.watermark) == ref_fold.watermark
             assert fold.turns_folded == ref_fold.turns_folded
             assert fold.covers_from == ref_fold.covers_from
             assert fold.covers_until == ref_fold.covers_until
@@ -490,26 +491,27 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_fold_and_the_counters_split_the_conversation_at_the_watermark(self) -> None:
-        """turnsFolded counts the turns at or below the watermark; the counters, those above.
+        """The watermark splits the conversation: folded below, counted above.
 
-        Narrowed to what holds. Two kinds of turn sit at or below the watermark
-        without ever being folded ("orphans"): one whose TTL passed before a
-        compaction reached it (skipped, SPEC 4), and one recorded late, after a
-        fold had already passed its sentAt (docs/decisions.md). Both stay in the
-        unfolded counters for good; the exact statements are xfail tests below.
+        At or below the watermark a turn is folded, or was passed over with
+        its TTL gone (skipped), or waits on the late list; the counters hold
+        the turns above it and the late ones, nothing else.
         """
         if not self.ref.turns:
             return
         state = self.store.state(KEY)
         assert state is not None
         above = self.ref.above_watermark()
-        orphans = self.ref.orphans()
-        assert {t.id for t in orphans} <= self.ref.skipped | self.ref.late
-        assert state.unfolded_turns == len(above) + len(orphans)
-        assert state.unfolded_tokens == sum(t.tokens for t in above + orphans)
-        if state.fold is not None:
-            below = self.ref.at_or_below_watermark()
-            assert state.fold.turns_folded == len(below) - len(orphans)
+        late = [t for t in self.ref.turns if t.id in self.ref.late]
+        assert [e.position for e in state.late_turns] == sorted(
+            (t.position for t in late), key=lambda p: self.ref.late.index(p[1])
+        )
+        assert state.unfolded_turns == len(above) + len(late)
+        assert state.unfolded_tokens == sum(t.tokens for t in above + late)
+        below = {t.id for t in self.ref.at_or_below_watermark()}
+        assert below == self.ref.folded | self.ref.skipped | set(self.ref.late)
+        assert not self.ref.folded & self.ref.skipped
+        assert (state.fold.turns_folded if state.fold else 0) == len(self.ref.folded)
 
     @invariant()
     def the_memory_route_agrees(self) -> None:
@@ -540,7 +542,7 @@ MemoryMachine.TestCase.settings = settings(
 TestMemory = MemoryMachine.TestCase
 
 
-# -- the exact statements the machine had to narrow (bugs in the code under test) --------
+# -- sequences the machine found, replayed (each a bug fixed since) ----------------------
 
 
 def _say(world: MemoryMachine, turn_id: str, text: str, at: datetime) -> dict[str, Any]:
@@ -555,14 +557,13 @@ def _reply(world: MemoryMachine, turn_id: str, text: str, at: datetime, wall: da
     world.service.record(TENANT, CONTACT, message, CALLER)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: a turn whose TTL passes before it is folded is skipped by the compactor "
-    "but its tokens and its turn stay in unfoldedTokens/unfoldedTurns for good "
-    "(commit_fold subtracts only what it folded)",
-)
-def test_a_turn_that_expires_unfolded_leaves_the_unfolded_counters() -> None:
+# Found by this machine: a turn whose TTL passed before it was folded was skipped by the
+# compactor, but its tokens and its turn stayed in the unfolded counters for good, so the
+# turn trigger fired earlier and earlier. The compactor now passes over it: the counters
+# and the watermark move past it.
+
+
+def test_a_turn_that_expires_unfolded_leaves_the_unfolded_counters_with_compaction() -> None:
     world = MemoryMachine()
     start = world.wall
     _say(world, "x", "x", start)  # 1 turn, 1 token: below both compaction triggers
@@ -575,20 +576,31 @@ def test_a_turn_that_expires_unfolded_leaves_the_unfolded_counters() -> None:
     assert state is not None
     assert state.fold is not None
     assert state.fold.turns_folded == 3  # y, z, w: x is gone
-    # Nothing is left above the watermark, and x will never be folded: the counters
-    # should be zero. They stay at (1 turn, 1 token), so the 4-turn trigger now fires
-    # after 3 turns, and each further skipped turn moves it earlier.
+    # Nothing is left above the watermark, and x will never be folded.
     assert (state.unfolded_turns, state.unfolded_tokens) == (0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG (spec 5.7 vs docs/decisions.md 'a late turn older than the watermark is "
-    "not folded'): such a turn is in neither the fold nor the window, yet the coverage "
-    "check counts it as covered by position and reports no gap",
-)
-def test_a_late_turn_below_the_watermark_is_a_silent_coverage_hole() -> None:
+def test_a_backlog_only_of_expired_turns_moves_the_watermark_and_folds_nothing() -> None:
+    world = MemoryMachine()
+    start = world.wall
+    _reply(world, "x", "x", start, start)
+    world.wall = start + timedelta(days=61)  # x is past its 60-day TTL, the state is not
+    _reply(world, "y", "y", start - timedelta(days=1), world.wall)  # late-filed, expired too
+    assert world.compactor.compact(KEY).outcome is Outcome.NOTHING_TO_FOLD
+    state = world.store.state(KEY)
+    assert state is not None
+    assert (state.fold, state.unfolded_turns, state.unfolded_tokens) == (None, 0, 0)
+    assert state.watermark is not None
+    assert state.watermark.turn_id == "x"
+
+
+# Found by this machine: a late turn below the watermark was in neither the fold nor the
+# window, yet the coverage check counted it as covered by its position, and no fold would
+# ever take it. It now waits on the state's late list: reported as a gap while the window
+# does not hold it, and folded by the next compaction.
+
+
+def test_a_late_turn_below_the_watermark_is_reported_then_folded() -> None:
     world = MemoryMachine()
     start = world.wall
     big = "b" * 2000  # trimmed to 106 tokens in a window of 400
@@ -607,6 +619,18 @@ def test_a_late_turn_below_the_watermark_is_a_silent_coverage_hole() -> None:
     assert state.fold is not None
     assert "the late reply" not in state.fold.summary  # and not in the fold
     assert len(world.observed.gaps) > gaps, "held by neither, and nothing was reported"
+    assert world.observed.gaps[-1] == 1  # the late reply alone
+    assert [e.position.turn_id for e in state.late_turns] == ["late"]
+    # The next compaction folds it, and the conversation is whole again.
+    world.compactor.compact(KEY)
+    state = world.store.state(KEY)
+    assert state is not None
+    assert state.fold is not None
+    assert "the late reply" in state.fold.summary
+    assert (state.late_turns, state.unfolded_turns, state.fold.turns_folded) == ((), 0, 8)
+    gaps = len(world.observed.gaps)
+    _say(world, "q4", "still there?", start + timedelta(minutes=13))
+    assert len(world.observed.gaps) == gaps
 
 
 # Found by this machine and fixed meanwhile ("the state's TTL follows its latest write"):

@@ -20,6 +20,7 @@ from adapters.conversation_store import (
 )
 from adapters.dynamodb_store import DynamoDBConversationStore
 from local.aws_resources import create_table
+from memory_core.conversation import LateTurn
 from memory_core.fold import next_fold
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn
@@ -48,17 +49,24 @@ def store(request, monkeypatch) -> Iterator[ConversationStore]:
         yield DynamoDBConversationStore(client, "contract", 30, clock=clock)
 
 
-def turn(n: int, role: str = "user", minutes: int | None = None) -> Turn:
+def turn(n: int, role: str = "user", minutes: float | None = None) -> Turn:
     at = NOW - timedelta(minutes=100 - (n if minutes is None else minutes))
     return Turn(f"t{n:03d}", role, [{"text": f"turn {n}"}], at)  # type: ignore[arg-type]
 
 
-def record(store: ConversationStore, t: Turn, version: int, lease: datetime | None = None) -> None:
+def record(
+    store: ConversationStore,
+    t: Turn,
+    version: int,
+    lease: datetime | None = None,
+    *,
+    late: bool = False,
+) -> None:
     store.record_contact_turn(
         KEY,
         t,
         tokens=2,
-        change=StateChange(version, Streak(version + 1, t.sent_at), (t.sent_at,), lease),
+        change=StateChange(version, Streak(version + 1, t.sent_at), (t.sent_at,), lease, late),
         turn_count=version + 1,
         decision="model",
         dropped=0,
@@ -115,14 +123,91 @@ def test_folds_are_conditional_and_read_what_is_newer_than_the_watermark(store):
     unfolded = store.unfolded_turns(KEY, None, 10)
     assert [s.turn.id for s in unfolded] == ["t000", "t001", "t002", "t003"]
     assert [s.tokens for s in unfolded] == [5, 5, 5, 5]
+    assert not any(s.expired for s in unfolded)
     first = next_fold(None, [s.turn for s in unfolded[:3]], "one")
-    assert store.commit_fold(KEY, first, expected_version=0, folded_tokens=15, folded_turns=3)
-    assert not store.commit_fold(KEY, first, expected_version=0, folded_tokens=15, folded_turns=3)
+    mark = unfolded[2].turn.position
+    assert fold_at(store, first, mark, expected=0)
+    assert not fold_at(store, first, mark, expected=0)
     state = store.state(KEY)
-    assert state.fold == first
+    assert (state.fold, state.watermark, state.compaction_version) == (first, mark, 1)
     assert (state.unfolded_tokens, state.unfolded_turns) == (5, 1)
-    assert [s.turn.id for s in store.unfolded_turns(KEY, first.watermark, 10)] == ["t003"]
+    assert [s.turn.id for s in store.unfolded_turns(KEY, state.watermark, 10)] == ["t003"]
     assert [s.turn.id for s in store.unfolded_turns(KEY, None, 2)] == ["t000", "t001"]
+
+
+def fold_at(store, fold, mark, expected, *, tokens=15, turns=3, late_passed=0):
+    return store.commit_fold(
+        KEY,
+        fold,
+        watermark=mark,
+        late_passed=late_passed,
+        expected_version=expected,
+        passed_tokens=tokens,
+        passed_turns=turns,
+    )
+
+
+def test_a_turn_recorded_at_or_below_the_watermark_joins_the_late_list(store):
+    for n in (0, 2, 4):
+        store.record_reply(KEY, turn(n, "assistant"), 5)
+    unfolded = store.unfolded_turns(KEY, None, 10)
+    assert fold_at(store, next_fold(None, [s.turn for s in unfolded], "x"), turn(4).position, 0)
+    store.record_reply(KEY, turn(1, "assistant"), 4)  # below the watermark: late
+    store.record_reply(KEY, turn(5, "assistant"), 5)  # above it
+    state = store.state(KEY)
+    assert state.late_turns == (LateTurn(turn(1).position, 4),)
+    assert (state.turns_recorded, state.unfolded_turns, state.unfolded_tokens) == (5, 2, 9)
+    assert [s.turn.id for s in store.turns_at(KEY, [turn(1).position, turn(7).position])] == [
+        "t001"
+    ]
+    # A converse commit that did not know the turn was late is refused, so it reads again.
+    with pytest.raises(VersionConflict):
+        record(store, turn(3), 0)
+    record(store, turn(3), 0, late=True)
+    assert [e.position for e in store.state(KEY).late_turns] == [turn(1).position, turn(3).position]
+    # A commit takes the late turns it read off the head of the list, and only those.
+    store.record_reply(KEY, turn(6, "assistant", minutes=2.5), 1)  # arrives meanwhile
+    assert fold_at(store, None, None, 1, tokens=6, turns=2, late_passed=2)
+    state = store.state(KEY)
+    assert [e.position for e in state.late_turns] == [turn(6, minutes=2.5).position]
+    assert (state.watermark, state.unfolded_turns) == (turn(4).position, 2)
+
+
+def test_a_claim_makes_later_turns_below_it_late_and_the_commit_clears_it(store):
+    for n in (0, 2):
+        store.record_reply(KEY, turn(n, "assistant"), 5)
+    # A claim taken on a stale read (a turn arrived since) is refused.
+    assert not store.claim(KEY, turn(2).position, expected_version=0, expected_recorded=1)
+    assert store.claim(KEY, turn(2).position, expected_version=0, expected_recorded=2)
+    assert store.state(KEY).folding_through == turn(2).position
+    store.record_reply(KEY, turn(1, "assistant"), 5)  # arrives mid-compaction, below the claim
+    store.record_reply(KEY, turn(3, "assistant"), 5)
+    state = store.state(KEY)
+    assert [e.position for e in state.late_turns] == [turn(1).position]
+    fold = next_fold(None, [turn(0), turn(2)], "x")
+    assert fold_at(store, fold, turn(2).position, 0, tokens=10, turns=2)
+    state = store.state(KEY)
+    assert (state.folding_through, state.watermark, state.unfolded_turns) == (
+        None,
+        turn(2).position,
+        2,
+    )
+    assert [e.position for e in state.late_turns] == [turn(1).position]  # for the next fold
+    assert [s.turn.id for s in store.unfolded_turns(KEY, state.watermark, 10)] == ["t003"]
+
+
+def test_expired_turns_come_back_marked_and_a_commit_may_only_move_the_watermark(store):
+    old = Turn("old", "assistant", [{"text": "old"}], NOW - timedelta(days=29))
+    store.record_reply(KEY, old, 1)
+    CLOCK_SHIFT[0] = timedelta(days=2).total_seconds()  # its 30-day TTL has passed
+    record(store, turn(0), 0)
+    found = store.unfolded_turns(KEY, None, 10)
+    assert [(s.turn.id, s.expired) for s in found] == [("old", True), ("t000", False)]
+    assert [s.expired for s in store.turns_at(KEY, [old.position])] == [True]
+    assert fold_at(store, None, old.position, 0, tokens=1, turns=1)
+    state = store.state(KEY)
+    assert (state.fold, state.watermark, state.compaction_version) == (None, old.position, 1)
+    assert (state.unfolded_tokens, state.unfolded_turns) == (2, 1)
 
 
 def test_leases_are_taken_with_a_turn_and_given_back_or_cleared(store):

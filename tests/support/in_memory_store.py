@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -27,7 +27,7 @@ from adapters.conversation_store import (
     content_digest,
     encode_content,
 )
-from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
+from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold, LateTurn
 from memory_core.history_range import expires_at, is_expired
 from memory_core.turns import Turn, TurnPosition
 
@@ -66,7 +66,13 @@ class InMemoryConversationStore:
         state = conversation.state or NEW_CONVERSATION
         expiry = conversation.state_expiry
         if conversation.state and expiry is not None and is_expired(expiry, self._now()):
-            state = ConversationState(version=state.version)
+            state = ConversationState(
+                version=state.version,
+                watermark=state.watermark,
+                folding_through=state.folding_through,
+                late_turns=state.late_turns,
+                compaction_version=state.compaction_version,
+            )
         return Snapshot(state, self._newest_first(conversation, since, before))
 
     def _newest_first(
@@ -99,8 +105,20 @@ class InMemoryConversationStore:
             if len(found) == limit:
                 break
             self.reads += 1
-            if not is_expired(conversation.expiry[position], now):
-                found.append(conversation.turns[position])
+            stored = conversation.turns[position]
+            found.append(replace(stored, expired=is_expired(conversation.expiry[position], now)))
+        return found
+
+    def turns_at(self, key: ConversationKey, positions: Sequence[TurnPosition]) -> list[StoredTurn]:
+        conversation = self._conversation(key)
+        now = self._now()
+        found: list[StoredTurn] = []
+        for position in sorted(set(positions)):
+            stored = conversation.turns.get(position)
+            if stored is not None:
+                self.reads += 1
+                expired = is_expired(conversation.expiry[position], now)
+                found.append(replace(stored, expired=expired))
         return found
 
     # -- writes --------------------------------------------------------------------
@@ -123,6 +141,8 @@ class InMemoryConversationStore:
             current = conversation.state or NEW_CONVERSATION
             if current.version != change.expected_version:
                 raise VersionConflict()
+            if not change.late and current.is_late(turn.position):
+                raise VersionConflict()  # as DynamoDB's condition on the marks would
             self._add(
                 conversation,
                 turn,
@@ -141,6 +161,8 @@ class InMemoryConversationStore:
                 unfolded_tokens=current.unfolded_tokens + tokens,
                 unfolded_turns=current.unfolded_turns + 1,
                 turns_recorded=current.turns_recorded + 1,
+                late_turns=current.late_turns
+                + ((LateTurn(turn.position, tokens),) if change.late else ()),
                 lease_until=_whole_second(change.lease_until) or current.lease_until,
             )
             conversation.state_expiry = self._state_ttl(turn)
@@ -150,15 +172,18 @@ class InMemoryConversationStore:
         with self._lock:
             conversation = self._conversation(key)
             self._refuse_duplicate(conversation, turn)
+            current = conversation.state or NEW_CONVERSATION
+            late = current.is_late(turn.position)
             self._add(
                 conversation, turn, tokens=tokens, turn_count=None, decision=None, dropped=None
             )
-            current = conversation.state or NEW_CONVERSATION
             conversation.state = replace(
                 current,
                 unfolded_tokens=current.unfolded_tokens + tokens,
                 unfolded_turns=current.unfolded_turns + 1,
                 turns_recorded=current.turns_recorded + 1,
+                late_turns=current.late_turns
+                + ((LateTurn(turn.position, tokens),) if late else ()),
             )
             conversation.state_expiry = self._state_ttl(turn)
 
@@ -169,25 +194,51 @@ class InMemoryConversationStore:
             if state and state.lease_until == _whole_second(lease_until):
                 conversation.state = replace(state, lease_until=None)
 
-    def commit_fold(
+    def claim(
         self,
         key: ConversationKey,
-        fold: Fold,
+        through: TurnPosition,
         *,
         expected_version: int,
-        folded_tokens: int,
-        folded_turns: int,
+        expected_recorded: int,
     ) -> bool:
         with self._lock:
             conversation = self._conversation(key)
             state = conversation.state
-            if state is None or (state.fold.version if state.fold else 0) != expected_version:
+            if (
+                state is None
+                or state.compaction_version != expected_version
+                or state.turns_recorded != expected_recorded
+            ):
+                return False
+            conversation.state = replace(state, folding_through=through)
+            return True
+
+    def commit_fold(
+        self,
+        key: ConversationKey,
+        fold: Fold | None,
+        *,
+        watermark: TurnPosition | None,
+        late_passed: int,
+        expected_version: int,
+        passed_tokens: int,
+        passed_turns: int,
+    ) -> bool:
+        with self._lock:
+            conversation = self._conversation(key)
+            state = conversation.state
+            if state is None or state.compaction_version != expected_version:
                 return False
             conversation.state = replace(
                 state,
-                fold=fold,
-                unfolded_tokens=state.unfolded_tokens - folded_tokens,
-                unfolded_turns=state.unfolded_turns - folded_turns,
+                fold=fold or state.fold,
+                watermark=watermark or state.watermark,
+                folding_through=None,
+                late_turns=state.late_turns[late_passed:],
+                compaction_version=expected_version + 1,
+                unfolded_tokens=state.unfolded_tokens - passed_tokens,
+                unfolded_turns=state.unfolded_turns - passed_turns,
                 lease_until=None,
             )
             return True

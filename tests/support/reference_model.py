@@ -11,10 +11,13 @@ replies through the turns route), one conversation, turns in `sentAt` order
 with the id breaking ties, late (out-of-order) turns included. Wall-clock
 time (TTL, lease) is modelled in whole epoch seconds, as DynamoDB keeps it.
 
-Where the code under test departs from the spec, the model follows the code
-only through named sets (`skipped`, `late`: the turns no fold will ever
-absorb), so the departure stays visible; the test module's xfail tests state
-the spec's version.
+Two kinds of turn take another path, each kept in a named collection so
+that the figures they move stay visible: `skipped` (its TTL passed before
+compaction reached it: passed over, never folded, the counters and the
+watermark move past it) and `late` (recorded after compaction had passed its
+position: it waits on the late list, held by neither the fold nor, once old
+enough, the window, until the next compaction folds it; docs/decisions.md,
+"late turns").
 """
 
 from __future__ import annotations
@@ -89,7 +92,6 @@ class RefTurn:
 
 @dataclass
 class RefFold:
-    watermark: Position
     turns_folded: int
     covers_from: datetime
     covers_until: datetime
@@ -107,6 +109,7 @@ class Seen:
     turns_recorded: int
     lease_until: int | None
     fold: RefFold | None
+    watermark: Position | None
 
 
 @dataclass(frozen=True)
@@ -130,12 +133,13 @@ class ExpectedWindow:
     def trimmed(self) -> int:
         return sum(1 for t in self.turns if self.limits.trim(t.text) != t.text)
 
-    def held_by_neither(self, watermark: Position | None) -> list[RefTurn]:
+    def held_by_neither(self, watermark: Position | None, late: set[str]) -> list[RefTurn]:
+        """SPEC 5.7: the fold holds what compaction folded, so not a late turn below the mark."""
         kept = {t.id for t in self.turns}
         return [
             t
             for t in self.candidates
-            if t.id not in kept and (watermark is None or t.position > watermark)
+            if t.id not in kept and (t.id in late or watermark is None or t.position > watermark)
         ]
 
 
@@ -169,9 +173,13 @@ class ReferenceConversation:
     """The ids a compaction has summarised."""
     skipped: set[str] = field(default_factory=set)
     """Unfolded turns a compaction passed over because their TTL had passed."""
-    late: set[str] = field(default_factory=set)
-    """Turns recorded after a fold whose watermark was already newer than them."""
+    late: list[str] = field(default_factory=list)
+    """Turns recorded below the watermark, not folded yet, in arrival order (the late list)."""
     fold: RefFold | None = None
+    watermark: Position | None = None
+    """Compaction has dealt with every turn up to here (folded, or passed over as expired)."""
+    compactions: int = 0
+    """Compaction commits, the watermark-only ones included."""
     streak_count: int = 0
     last_contact: datetime | None = None
     contact_commits: int = 0
@@ -194,41 +202,38 @@ class ReferenceConversation:
 
     # -- counters ----------------------------------------------------------------
 
-    @property
-    def recorded_tokens(self) -> int:
-        return sum(t.tokens for t in self.turns)
-
-    @property
-    def counter_tokens(self) -> int:
-        """What the state's counter holds: every recorded token less what was folded."""
-        return self.recorded_tokens - sum(t.tokens for t in self.turns if t.id in self.folded)
-
-    @property
-    def counter_turns(self) -> int:
-        return len(self.turns) - len(self.folded)
-
     def above_watermark(self) -> list[RefTurn]:
-        mark = self.fold.watermark if self.fold else None
+        mark = self.watermark
         return [t for t in self.turns if mark is None or t.position > mark]
 
     def at_or_below_watermark(self) -> list[RefTurn]:
-        mark = self.fold.watermark if self.fold else None
+        mark = self.watermark
         return [t for t in self.turns if mark is not None and t.position <= mark]
 
-    def orphans(self) -> list[RefTurn]:
-        """Turns at or below the watermark that no fold absorbed (and none ever will)."""
-        return [t for t in self.at_or_below_watermark() if t.id not in self.folded]
+    @property
+    def counted(self) -> list[RefTurn]:
+        """What the unfolded counters hold: the turns compaction has still to deal with."""
+        return self.above_watermark() + [t for t in self.turns if t.id in self.late]
+
+    @property
+    def counter_tokens(self) -> int:
+        return sum(t.tokens for t in self.counted)
+
+    @property
+    def counter_turns(self) -> int:
+        return len(self.counted)
 
     def _record(self, turn: RefTurn, wall: datetime) -> None:
-        if self.fold is not None and turn.position < self.fold.watermark:
-            self.late.add(turn.id)
+        if self.watermark is not None and turn.position < self.watermark:
+            self.late.append(turn.id)
         self.state_expiry = self.expiry(max(turn.sent_at, wall))
         self.turns.append(turn)
         self.turns.sort(key=lambda t: t.position)
 
     def seen(self, wall: datetime) -> Seen:
         if self.state_expiry is not None and self.state_expiry <= wall.timestamp():
-            return Seen(True, 0, None, 0, 0, 0, None, None)
+            # The watermark is kept: the commit's condition still compares it.
+            return Seen(True, 0, None, 0, 0, 0, None, None, self.watermark)
         return Seen(
             False,
             self.streak_count,
@@ -238,6 +243,7 @@ class ReferenceConversation:
             len(self.turns),
             self.lease_until,
             self.fold,
+            self.watermark,
         )
 
     # -- the window --------------------------------------------------------------
@@ -304,7 +310,7 @@ class ReferenceConversation:
             since = self.cutoff(turn.sent_at)
             window = self.window(self.candidates(turn.position, turn.sent_at, wall), since)
             dropped = seen.turns_recorded - len(window.turns)
-            gap = bool(window.held_by_neither(seen.fold.watermark if seen.fold else None))
+            gap = bool(window.held_by_neither(seen.watermark, set(self.late)))
         memory = self.served(seen.fold, self.cutoff(turn.sent_at))
         in_flight = seen.lease_until is not None and seen.lease_until > wall.timestamp()
         due = (
@@ -356,21 +362,38 @@ class ReferenceConversation:
         self._record(turn, wall)
 
     def compact(self, wall: datetime) -> int:
-        """SPEC 6: fold the live turns newer than the watermark, oldest first; the count folded."""
+        """SPEC 6: fold the live turns newer than the watermark, and the late ones; the count.
+
+        At most 500 newer turns and 100 late ones are read; the expired among
+        them are passed over, and the watermark moves past the newer read.
+        """
         if not self.turns:
             return 0
-        newer = self.above_watermark()
-        live = [t for t in newer if not self.expired(t.sent_at, wall)][:500]
         self.lease_until = None
+        newer = self.above_watermark()[:500]
+        late_ids = self.late[:100]
+        if not newer and not late_ids:
+            return 0
+        passed = sorted(newer + [t for t in self.turns if t.id in late_ids], key=_position)
+        live = [t for t in passed if not self.expired(t.sent_at, wall)]
+        if newer:
+            self.watermark = newer[-1].position
+        self.late = self.late[len(late_ids) :]
+        self.compactions += 1
+        self.skipped |= {t.id for t in passed if t not in live}
         if not live:
             return 0
-        mark = live[-1].position
-        self.skipped |= {t.id for t in newer if t not in live and t.position < mark}
         self.folded |= {t.id for t in live}
+        previous = self.fold
         self.fold = RefFold(
-            watermark=live[-1].position,
-            turns_folded=(self.fold.turns_folded if self.fold else 0) + len(live),
-            covers_from=self.fold.covers_from if self.fold else live[0].sent_at,
-            covers_until=live[-1].sent_at,
+            turns_folded=(previous.turns_folded if previous else 0) + len(live),
+            covers_from=min(previous.covers_from, live[0].sent_at) if previous else live[0].sent_at,
+            covers_until=max(previous.covers_until, live[-1].sent_at)
+            if previous
+            else live[-1].sent_at,
         )
         return len(live)
+
+
+def _position(turn: RefTurn) -> Position:
+    return turn.position

@@ -45,6 +45,11 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "ids, tenant and contact ids, text size in bytes, blocks, tool ids, sentAt formats",
         "each refused with a 4xx naming the field, nothing written",
     ),
+    "Late turns and claims": (
+        "turns recorded below the watermark, and turns landing inside a compaction's range "
+        "while it summarises or between its read and its claim",
+        "each is listed, counted and folded by the next compaction, exactly once",
+    ),
     "Misconfiguration": (
         "every setting and rule with its bad values, at start and on reload",
         "the start fails (or the reload is refused) with the field named",

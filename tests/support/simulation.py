@@ -23,7 +23,7 @@ from memory_core.rules import RulesDocument, parse_rules
 from memory_core.settings import Settings, load_settings
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.trim import trim_turn
-from memory_core.turns import Turn
+from memory_core.turns import TurnPosition
 from memory_core.window import Window
 from tests.support.in_memory_store import InMemoryConversationStore
 
@@ -62,7 +62,7 @@ class Observed:
     def window_bounded(self, window: Window) -> None:
         pass
 
-    def coverage_gap(self, missing: list[Turn]) -> None:
+    def coverage_gap(self, missing: list[TurnPosition]) -> None:
         self.gaps.append(len(missing))
 
     def escalated(self, turn_count: int) -> None:
@@ -126,8 +126,7 @@ class Simulation:
         state = self.store.state(KEY)
         if state is None:
             return True
-        after = state.fold.watermark if state.fold else None
-        unfolded = self.store.unfolded_turns(KEY, after, 1_000_000)
+        unfolded = self.store.unfolded_turns(KEY, state.watermark, 1_000_000)
         limits = self.settings.window_limits
         if len(unfolded) < limits.floor_messages:
             return True

@@ -11,20 +11,19 @@ from tests.unit.conversation_builders import Clock, alternating, text, tool_resu
 def test_the_first_fold_covers_from_its_oldest_to_its_newest_turn():
     turns = alternating(Clock(), 6)
     fold = next_fold(None, turns, "summary")
-    assert (fold.version, fold.turns_folded) == (1, 6)
+    assert fold.turns_folded == 6
     assert fold.covers_from == turns[0].sent_at
     assert fold.covers_until == turns[-1].sent_at
-    assert fold.watermark == turns[-1].position
 
 
-def test_a_later_fold_keeps_its_start_and_moves_its_watermark():
+def test_a_later_fold_keeps_its_start_and_moves_its_end():
     clock = Clock()
     first = next_fold(None, alternating(clock, 4), "one")
     newer = alternating(clock, 3)
     second = next_fold(first, newer, "two")
-    assert (second.version, second.turns_folded) == (2, 7)
+    assert second.turns_folded == 7
     assert second.covers_from == first.covers_from
-    assert second.watermark == newer[-1].position
+    assert second.covers_until == newer[-1].sent_at
 
 
 def test_a_fold_of_nothing_is_refused():
