@@ -304,20 +304,28 @@ def test_writers_and_compactors_at_once_lose_nothing_and_fold_nothing_twice(worl
     tasks: list[Callable[[], Any]] = [
         functools.partial(service.converse, TENANT, "busy", m, CALLER) for m in questions
     ] + [functools.partial(service.record, TENANT, "busy", m, CALLER) for m in replies]
-    tasks += [lambda: compactor.compact(key)] * 6
+    busy = sys.modules[type(compactor).__module__].ConversationBusy  # this test's import
+
+    def compact_or_give_back() -> Any:
+        # With turns arriving between its read and its claim, a compactor gives the record
+        # back for a later delivery (the queue retries it); that is an outcome, not a failure.
+        try:
+            return compactor.compact(key)
+        except busy:
+            return "busy"
+
+    tasks += [compact_or_give_back] * 6
     random.Random(11).shuffle(tasks)
 
     _in_parallel(tasks)
-    compactor.compact(key)  # whatever is still unfolded
+    compactor.compact(key)  # whatever is still unfolded, late turns included
 
     ids = {m.id or "" for m in questions + replies}
     lost = assert_counters_exact(world, "busy", ids)
-    points = _points(world, "busy")
-    for turn_id in ids:
-        # A turn recorded with a `sentAt` older than a fold committed meanwhile stays
-        # outside the fold (docs/decisions.md, "A late turn older than the watermark"),
-        # so each turn is folded at most once, never twice.
-        assert sum(p.endswith(f" {turn_id}") for p in points) <= 1, (turn_id, points)
+    # A turn that landed below a fold committed meanwhile (or below a claim) was late:
+    # listed, and folded by a later compaction, so every turn is folded exactly once.
+    assert_each_folded_once(world, "busy", ids)
     state = world.state("busy")
-    assert int(state["turnsFolded"]["N"]) == sum(p.startswith("- ") for p in points)
+    assert int(state["turnsFolded"]["N"]) == len(ids)
+    assert "lateTurns" not in state or state["lateTurns"]["L"] == []
     tally("Parallel writers", parallel_writers=WRITERS, lost=lost)  # the pool's threads
