@@ -22,7 +22,6 @@ from memory_core.turns import Turn, TurnPosition
 # the turn item's other attributes and keys.
 ITEM_LIMIT_BYTES = 400 * 1024
 TURN_ITEM_OVERHEAD_BYTES = 1024
-_INSTANT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +96,12 @@ def format_instant(instant: datetime) -> str:
 
 
 def parse_instant(text: str) -> datetime:
-    return datetime.strptime(text, _INSTANT_FORMAT).replace(tzinfo=UTC)
+    """An instant as `format_instant` wrote it (stored values only, never input).
+
+    `fromisoformat` reads that shape, `Z` included, some 50 times faster than
+    `strptime`: every turn the window reads has its key parsed.
+    """
+    return datetime.fromisoformat(text)
 
 
 def content_digest(role: str, content: object) -> str:

@@ -4,7 +4,7 @@ Single-table layout, every key prefixed by the tenant:
 
 | item | PK | SK |
 | --- | --- | --- |
-| turn | `TENANT#t#CONTACT#c` | `TURN#<sentAt>#<turnId>` |
+| turn | `TENANT#t#CONTACT#c` | `TURN#<sentAt>#<recordedAt>#<turnId>` |
 | message-id marker | same | `MSGID#<turnId>` |
 | conversation state | same | `TURN#~STATE` |
 
@@ -68,12 +68,14 @@ class DynamoDBClient(Protocol):
 
 
 def turn_sort_key(position: TurnPosition) -> str:
-    return f"{TURN_PREFIX}{format_instant(position.sent_at)}#{position.turn_id}"
+    """Sorts as the positions do: fixed-width instants, then the id."""
+    sent, recorded = format_instant(position.sent_at), format_instant(position.recorded_at)
+    return f"{TURN_PREFIX}{sent}#{recorded}#{position.turn_id}"
 
 
 def position_of(sort_key: str) -> TurnPosition:
-    instant, turn_id = sort_key.removeprefix(TURN_PREFIX).split("#", 1)
-    return TurnPosition(parse_instant(instant), turn_id)
+    sent, recorded, turn_id = sort_key.removeprefix(TURN_PREFIX).split("#", 2)
+    return TurnPosition(parse_instant(sent), parse_instant(recorded), turn_id)
 
 
 class DynamoDBConversationStore:
@@ -607,11 +609,13 @@ def _put(table: str, item: Item) -> dict[str, Any]:
 
 
 def _turn_from(item: Mapping[str, Any]) -> Turn:
+    position = position_of(item["SK"]["S"])
     return Turn(
         id=item["turnId"]["S"],
         role=item["role"]["S"],
         content=json.loads(item["content"]["S"]),
-        sent_at=parse_instant(item["sentAt"]["S"]),
+        sent_at=position.sent_at,
+        recorded_at=position.recorded_at,
     )
 
 

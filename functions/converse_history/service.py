@@ -313,7 +313,7 @@ class ConverseService:
                 f"{field}sentAt: {format_instant(sent_at)} is more than 5 minutes ahead "
                 f"of the service's clock ({format_instant(now)})",
             )
-        turn = Turn(message.id or uuid.uuid4().hex, message.role, message.content, sent_at)
+        turn = Turn(message.id or uuid.uuid4().hex, message.role, message.content, sent_at, now)
         try:
             check_item_size(encode_content(turn))
         except MessageTooLarge as error:

@@ -16,9 +16,15 @@ ContentBlock = Mapping[str, Any]
 
 
 class TurnPosition(NamedTuple):
-    """Where a turn sits in its conversation: the clock is `sentAt`, the id breaks ties."""
+    """Where a turn sits in its conversation: by `sentAt`, then by arrival, then by id.
+
+    `sentAt` is the conversation's clock, often to the second only (a
+    WhatsApp timestamp, say): a reply stamped in the same second as its
+    question must still follow it, so ties go to the turn recorded first.
+    """
 
     sent_at: datetime
+    recorded_at: datetime
     turn_id: str
 
 
@@ -28,10 +34,12 @@ class Turn:
     role: Role
     content: Sequence[ContentBlock]
     sent_at: datetime
+    recorded_at: datetime | None = None
+    """When the service received it; None for a turn not recorded yet (its `sentAt` stands in)."""
 
     @property
     def position(self) -> TurnPosition:
-        return TurnPosition(self.sent_at, self.id)
+        return TurnPosition(self.sent_at, self.recorded_at or self.sent_at, self.id)
 
     @property
     def returns_tool_results(self) -> bool:
@@ -50,7 +58,7 @@ class Turn:
         return any(block.get("text") for block in self.content)
 
     def with_content(self, content: Sequence[ContentBlock]) -> Turn:
-        return Turn(self.id, self.role, content, self.sent_at)
+        return Turn(self.id, self.role, content, self.sent_at, self.recorded_at)
 
     def as_message(self) -> dict[str, Any]:
         """The Converse message for this turn."""

@@ -231,7 +231,8 @@ def assert_consistent(api: Api, tenant: str = "acme", contact: str = "c1") -> in
     assert len(turns) == len(markers) == int(state["turnsRecorded"]["N"])
     assert {m["turnSk"]["S"] for m in markers} == set(turns)
     watermark = state.get("foldWatermark", {}).get("S", "")
-    unfolded = [t for sk, t in turns.items() if sk > watermark]
+    late = {entry["M"]["sk"]["S"] for entry in state.get("lateTurns", {}).get("L", [])}
+    unfolded = [t for sk, t in turns.items() if sk > watermark or sk in late]
     assert int(state.get("turnsFolded", {}).get("N", "0")) == len(turns) - len(unfolded)
     assert int(state["unfoldedTurns"]["N"]) == len(unfolded)
     assert int(state["unfoldedTokens"]["N"]) == sum(int(t["tokens"]["N"]) for t in unfolded)

@@ -3,7 +3,8 @@
 from datetime import UTC, datetime, timedelta
 
 from adapters.conversation_store import format_instant
-from adapters.dynamodb_store import STATE_SK
+from adapters.dynamodb_store import STATE_SK, turn_sort_key
+from memory_core.turns import TurnPosition
 from tests.integration.conftest import TABLE, minutes_ago
 
 
@@ -17,7 +18,7 @@ def write_fold(api, covers_until, summary="Counsel asked about clause 7 fees.", 
         ),
         ExpressionAttributeValues={
             ":s": {"S": summary},
-            ":w": {"S": f"TURN#{format_instant(covers_until)}#old-turn"},
+            ":w": {"S": turn_sort_key(TurnPosition(covers_until, covers_until, "old-turn"))},
             ":v": {"N": "1"},
             ":f": {"S": format_instant(covers_until - timedelta(hours=1))},
             ":u": {"S": format_instant(covers_until)},

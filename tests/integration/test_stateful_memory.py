@@ -108,9 +108,10 @@ JUMPS = st.one_of(
     st.sampled_from([timedelta(hours=25), timedelta(days=10), timedelta(days=31)]),
 )
 
-# On-time turns fall on whole seconds and late ones half a second off, so that a late
-# turn never shares its sentAt with a turn whose id the service generated at random:
-# ties are broken by id, and a random order would make a failure impossible to replay.
+# Late turns fall half a second off the on-time ones, so that they rarely share a
+# sentAt; where turns do (see `reply_stamped_in_the_same_instant`), the arrival breaks
+# the tie (every call reaches the service a microsecond after the last), never an id the
+# service generated at random, which would make a failure impossible to replay.
 HALF_SECOND = timedelta(milliseconds=500)
 LATENESS = st.one_of(
     st.integers(1, 59).map(lambda m: timedelta(minutes=m)),
@@ -190,6 +191,10 @@ class MemoryMachine(RuleBasedStateMachine):
         self.last_sent = self.wall
         return self.wall
 
+    def _arrive(self) -> None:
+        """A call reaches the service a microsecond after the last one: the clock moves."""
+        self.wall += timedelta(microseconds=1)
+
     def _text(self, size: int, fill: str) -> str:
         self.serial += 1
         return (f"<{self.serial}>" + fill * size)[:size]
@@ -254,6 +259,7 @@ class MemoryMachine(RuleBasedStateMachine):
         turn_id = f"q{self.serial}" if given_id else None
         before = self._stored_ids()
         gaps, queued = len(self.observed.gaps), len(self.queue.requests)
+        self._arrive()
         answer = self.service.converse(
             TENANT, CONTACT, Incoming(turn_id, "user", [{"text": text}], sent_at), CALLER
         )
@@ -261,7 +267,7 @@ class MemoryMachine(RuleBasedStateMachine):
         if turn_id is not None:
             assert stored_id == turn_id
             self.contact_ids.append(turn_id)
-        turn = RefTurn(stored_id, "user", text, sent_at)
+        turn = RefTurn(stored_id, "user", text, sent_at, self.wall)
         expected = self.ref.contact(turn, self.wall)
         assert answer["turnCount"] == expected.turn_count
         assert answer["decision"] == expected.decision
@@ -341,10 +347,13 @@ class MemoryMachine(RuleBasedStateMachine):
         self.steps += 1
         self._reply(self.wall - late - HALF_SECOND, self._text(size, fill), given_id=True)
 
-    def _reply(self, sent_at: datetime, text: str, given_id: bool) -> None:
-        turn_id = f"a{self.serial}" if given_id else None
+    def _reply(
+        self, sent_at: datetime, text: str, given_id: bool, turn_id: str | None = None
+    ) -> None:
+        turn_id = turn_id or (f"a{self.serial}" if given_id else None)
         before = self._stored_ids()
         queued = len(self.queue.requests)
+        self._arrive()
         answer = self.service.record(
             TENANT, CONTACT, Incoming(turn_id, "assistant", [{"text": text}], sent_at), CALLER
         )
@@ -359,7 +368,17 @@ class MemoryMachine(RuleBasedStateMachine):
             "sentAt": instant(sent_at),
         }
         assert len(self.queue.requests) == queued
-        self.ref.reply(RefTurn(stored_id, "assistant", text, sent_at), self.wall)
+        self.ref.reply(RefTurn(stored_id, "assistant", text, sent_at, self.wall), self.wall)
+
+    @precondition(lambda self: self.last_sent is not None)
+    @rule(size=SIZES, fill=FILLS)
+    def reply_stamped_in_the_same_instant(self, size: int, fill: str) -> None:
+        """A reply with its question's very `sentAt` (timestamps to the second, say) and an
+        id that sorts first: it still follows the question, recorded before it."""
+        self.steps += 1
+        assert self.last_sent is not None
+        text = self._text(size, fill)
+        self._reply(self.last_sent, text, given_id=True, turn_id=f"0{self.serial}")
 
     @precondition(lambda self: self.reply_ids)
     @rule(pick=st.integers(0, 10_000), original_time=st.booleans())
@@ -503,9 +522,10 @@ class MemoryMachine(RuleBasedStateMachine):
         assert state is not None
         above = self.ref.above_watermark()
         late = [t for t in self.ref.turns if t.id in self.ref.late]
-        assert [e.position for e in state.late_turns] == sorted(
-            (t.position for t in late), key=lambda p: self.ref.late.index(p[1])
-        )
+        by_id = {t.id: t for t in late}
+        assert [tuple(e.position) for e in state.late_turns] == [
+            by_id[turn_id].position for turn_id in self.ref.late
+        ]
         assert state.unfolded_turns == len(above) + len(late)
         assert state.unfolded_tokens == sum(t.tokens for t in above + late)
         below = {t.id for t in self.ref.at_or_below_watermark()}
@@ -660,3 +680,23 @@ def test_a_late_turn_does_not_hide_the_fold() -> None:
     answer = _say(world, "q1", "what was the number?", start + timedelta(hours=25))
     # The fold's newest turn is 25 hours old, within the 30 history days: it is served.
     assert answer["memory"] is not None
+
+
+# Noticed while building this machine: turns with one `sentAt` were ordered by id, so a reply
+# stamped in the same second as its question, with an id that sorts first, landed before the
+# question, and the window dropped it as an answer with no question. Ties now go to arrival.
+
+
+def test_a_reply_stamped_in_its_questions_second_follows_it_whatever_its_id() -> None:
+    world = MemoryMachine()
+    second = world.wall
+    _say(world, "msg-2", "What is the fee?", second)
+    _reply(world, "msg-1", "1,200 EUR.", second, second + timedelta(milliseconds=800))
+    _say(world, "msg-3", "And the deadline?", second + timedelta(minutes=1))
+    at = second + timedelta(minutes=1, seconds=1)
+    _reply(world, "msg-4", "Friday.", at, at)
+    gaps = len(world.observed.gaps)
+    answer = _say(world, "msg-5", "Thanks.", second + timedelta(minutes=2))
+    texts = [texts_of(message) for message in answer["history"]]
+    assert texts == ["What is the fee?", "1,200 EUR.", "And the deadline?", "Friday."]
+    assert len(world.observed.gaps) == gaps

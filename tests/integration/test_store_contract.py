@@ -91,6 +91,18 @@ def test_turns_come_back_newest_first_before_the_current_one(store):
     assert snapshot_of(store, turn(2))[1] == ["t001", "t000"]
 
 
+def test_turns_sharing_a_sent_at_come_back_in_the_order_they_were_recorded(store):
+    question = Turn("b-question", "user", [{"text": "?"}], NOW, NOW)
+    answer = Turn("a-answer", "assistant", [{"text": "!"}], NOW, NOW + timedelta(seconds=1))
+    record(store, question, 0)
+    store.record_reply(KEY, answer, 1)
+    later = Turn("later", "user", [{"text": "."}], NOW + timedelta(seconds=5))
+    _, ids = snapshot_of(store, later)
+    assert ids == ["a-answer", "b-question"]  # newest first: the answer was recorded last
+    assert [s.turn.id for s in store.unfolded_turns(KEY, None, 10)] == ["b-question", "a-answer"]
+    assert store.recorded(KEY, "a-answer").position == answer.position
+
+
 def test_a_recorded_id_is_a_duplicate_and_a_stale_version_a_conflict(store):
     record(store, turn(0), 0)
     with pytest.raises(Duplicate) as duplicate:

@@ -8,7 +8,8 @@ readings of the spec, not the code with itself.
 
 Scope: text-only turns (`user` questions through converse, `assistant`
 replies through the turns route), one conversation, turns in `sentAt` order
-with the id breaking ties, late (out-of-order) turns included. Wall-clock
+with the arrival, then the id, breaking ties, late (out-of-order) turns
+included. Wall-clock
 time (TTL, lease) is modelled in whole epoch seconds, as DynamoDB keeps it.
 
 Two kinds of turn take another path, each kept in a named collection so
@@ -27,7 +28,8 @@ from datetime import datetime, timedelta
 
 MARKER = "… {} tokens omitted …"
 TRIM_CONSTANT_TOKENS = 400
-Position = tuple[datetime, str]
+Position = tuple[datetime, datetime, str]
+"""`sentAt`, then the arrival (the service's clock when it was recorded), then the id."""
 
 
 def tokens(text: str) -> int:
@@ -76,10 +78,11 @@ class RefTurn:
     role: str
     text: str
     sent_at: datetime
+    recorded_at: datetime
 
     @property
     def position(self) -> Position:
-        return (self.sent_at, self.id)
+        return (self.sent_at, self.recorded_at, self.id)
 
     @property
     def tokens(self) -> int:
