@@ -396,6 +396,11 @@ class CountersView(BaseModel):
     unfolded_tokens: int = Field(alias="unfoldedTokens")
     unfolded_turns: int = Field(alias="unfoldedTurns")
     turns_recorded: int = Field(alias="turnsRecorded")
+    late_turns: int = Field(
+        alias="lateTurns",
+        description="Turns recorded after compaction had passed their sentAt; the next "
+        "compaction folds them (they are counted in unfoldedTurns too).",
+    )
     compaction_in_flight: bool = Field(alias="compactionInFlight")
 
 

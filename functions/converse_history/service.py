@@ -154,6 +154,7 @@ class ConverseService:
                 "unfoldedTokens": state.unfolded_tokens,
                 "unfoldedTurns": state.unfolded_turns,
                 "turnsRecorded": state.turns_recorded,
+                "lateTurns": len(state.late_turns),
                 "compactionInFlight": state.lease_until is not None and state.lease_until > now,
             },
         }

@@ -72,5 +72,6 @@ def test_the_counters_show_what_is_unfolded(api):
         "unfoldedTokens": 40,
         "unfoldedTurns": 4,
         "turnsRecorded": 4,
+        "lateTurns": 0,
         "compactionInFlight": False,
     }

@@ -115,6 +115,9 @@ def test_a_late_reply_is_counted_listed_and_folded_by_the_next_compaction(world)
     state = world.store.state(KEY)
     assert [e.position.turn_id for e in state.late_turns] == ["late"]
     assert (state.unfolded_turns, state.unfolded_tokens) == (1, 4)
+    view = world.service.memory(KEY.tenant_id, KEY.contact_id, CALLER)
+    assert view is not None
+    assert (view["counters"]["lateTurns"], view["counters"]["unfoldedTurns"]) == (1, 1)
     world.say("q3", "next question.", 40)
     compaction = world.compactor().compact(KEY)
     assert (compaction.outcome, compaction.turns_folded) == (Outcome.FOLDED, 2)

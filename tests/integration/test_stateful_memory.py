@@ -545,6 +545,7 @@ class MemoryMachine(RuleBasedStateMachine):
             "unfoldedTokens": self.ref.counter_tokens,
             "unfoldedTurns": self.ref.counter_turns,
             "turnsRecorded": len(self.ref.turns),
+            "lateTurns": len(self.ref.late),
             "compactionInFlight": self.ref.lease_until is not None
             and self.ref.lease_until > self.wall.timestamp(),
         }
