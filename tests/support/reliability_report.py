@@ -59,9 +59,10 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "exact turn counts, each turn stored once, one fold per version",
     ),
     "Stateful model": (
-        "random converse, reply, retry, compaction and clock-jump sequences against a "
-        "reference model of the spec",
-        "counts, escalations, history range, window and coverage invariants after every step",
+        "random converse, reply, retry, compaction and clock-jump sequences, late and "
+        "same-instant turns included, against a reference model of the spec",
+        "counts, escalations, history range, window, fold and coverage invariants after "
+        "every step, none narrowed",
     ),
 }
 
