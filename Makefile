@@ -77,7 +77,8 @@ bench: install
 # Runs the reliability groups, then writes docs/reliability.md from their counts.
 RELIABILITY_TESTS := tests/integration/test_faults.py tests/integration/test_parallel_writers.py \
 	tests/integration/test_misconfiguration.py tests/integration/test_input_limits.py \
-	tests/integration/test_stateful_memory.py tests/e2e/test_fuzz_api.py
+	tests/integration/test_stateful_memory.py tests/integration/test_late_turns.py \
+	tests/e2e/test_fuzz_api.py
 reliability-report: install
 	$(BIN)/pytest -p no:cacheprovider $(RELIABILITY_TESTS)
 	$(BIN)/python -m tests.support.reliability_report
