@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, ensure_import_paths, load_average, machine
+from bench.common import REPO_ROOT, load_average, machine
+from local.runner import ensure_import_paths
 
 RESULTS_PATH = REPO_ROOT / "bench" / "results.json"
 FIGURES = (

@@ -9,7 +9,6 @@ import platform
 import random
 import socket
 import statistics
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,25 +80,18 @@ def patched_environ(values: Mapping[str, str | None]) -> Iterator[None]:
     """Set (or, for None, remove) variables for the block; the previous values come back."""
     saved = {name: os.environ.get(name) for name in values}
     try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _apply(values)
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _apply(saved)
 
 
-def ensure_import_paths() -> None:
-    """`functions/` and the repository root, as `make bench` sets PYTHONPATH."""
-    for root in (FUNCTIONS_ROOT, REPO_ROOT):
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
+def _apply(values: Mapping[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def free_port() -> int:

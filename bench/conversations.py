@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 
 from memory_core.turns import Turn
 
-MIN_CHARS = 80
 MAX_CHARS = 20_000
 SIZE_CLASSES = ((80, 400), (400, 4_000), (4_000, 20_000))
 SIZE_WEIGHTS = (5, 3, 1)

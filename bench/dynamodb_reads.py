@@ -34,7 +34,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from adapters.conversation_store import ConversationKey
+from adapters.conversation_store import ConversationKey, format_instant
 from adapters.dynamodb_store import (
     STATE_SK,
     TTL_ATTRIBUTE,
@@ -137,7 +137,7 @@ def seed_conversation(dynamodb: Any, key: ConversationKey, turns: list[Turn]) ->
         "SK": {"S": STATE_SK},
         "version": {"N": str(sum(1 for t in turns if t.role == "user"))},
         "streakCount": {"N": "1"},
-        "lastContactAt": {"S": last_contact.strftime("%Y-%m-%dT%H:%M:%S.%fZ")},
+        "lastContactAt": {"S": format_instant(last_contact)},
         "recentContact": {"L": []},
         "unfoldedTokens": {"N": str(sum(tokens))},
         "unfoldedTurns": {"N": str(len(turns))},
@@ -227,7 +227,7 @@ def hook(handler: ModuleType) -> CallCounter:
 
 
 def converse(handler: ModuleType, contact: str, text: str, sent_at: datetime) -> dict[str, Any]:
-    body = {"message": {"text": text, "sentAt": sent_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
+    body = {"message": {"text": text, "sentAt": format_instant(sent_at)}}
     path = f"/v1/tenants/{TENANT}/contacts/{contact}/converse"
     status, _, answer = invoke(handler.lambda_handler, proxy_event("POST", path, json.dumps(body)))
     if status != 200:
@@ -236,7 +236,7 @@ def converse(handler: ModuleType, contact: str, text: str, sent_at: datetime) ->
 
 
 def reply(handler: ModuleType, contact: str, text: str, sent_at: datetime) -> None:
-    body = {"role": "assistant", "text": text, "sentAt": sent_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    body = {"role": "assistant", "text": text, "sentAt": format_instant(sent_at)}
     path = f"/v1/tenants/{TENANT}/contacts/{contact}/turns"
     status, _, answer = invoke(handler.lambda_handler, proxy_event("POST", path, json.dumps(body)))
     if status != 201:

@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from converse_history.api_models import MAX_BLOCKS
 from infra.config import DeploymentConfig
 from infra.log_retention import retention
 
@@ -21,7 +22,7 @@ MESSAGE_SCHEMA = apigateway.JsonSchema(
         "id": apigateway.JsonSchema(type=apigateway.JsonSchemaType.STRING, max_length=128),
         "text": apigateway.JsonSchema(type=apigateway.JsonSchemaType.STRING, min_length=1),
         "content": apigateway.JsonSchema(
-            type=apigateway.JsonSchemaType.ARRAY, min_items=1, max_items=50
+            type=apigateway.JsonSchemaType.ARRAY, min_items=1, max_items=MAX_BLOCKS
         ),
         "sentAt": apigateway.JsonSchema(type=apigateway.JsonSchemaType.STRING, max_length=40),
     },

@@ -10,9 +10,9 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from adapters.compaction_queue import DLQ_MAX_RECEIVES
 from infra.config import DeploymentConfig
-from infra.service_function import ServiceFunction
-from local.aws_resources import DLQ_MAX_RECEIVES
+from infra.service_function import COMPACTOR_SERVICE, ServiceFunction
 
 COMPACTOR_TIMEOUT = Duration.seconds(60)
 # AWS's advice for an SQS event source: at least six times the function's timeout,
@@ -62,7 +62,7 @@ class Compaction(Construct):
             "Compactor",
             config=config,
             handler="compactor.handler.lambda_handler",
-            service_name="compactor",
+            service_name=COMPACTOR_SERVICE,
             layer=layer,
             environment=environment,
             timeout=COMPACTOR_TIMEOUT,

@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from aws_cdk import RemovalPolicy
 from constructs import Node
 
+from infra.log_retention import RETENTION_DAYS
 from memory_core.rules import parse_rules
 from memory_core.settings import FIELDS, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 # CloudWatch Logs accepts these retentions (in days) only.
-RETENTION_CHOICES = {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731}
+RETENTION_CHOICES = RETENTION_DAYS
 DEFAULT_MODEL_ID = "amazon.nova-lite-v1:0"
 
 
@@ -41,6 +43,11 @@ class DeploymentConfig:
     @property
     def production(self) -> bool:
         return self.stage == "prod"
+
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        """Data and logs outlive a production stack; a development one takes them along."""
+        return RemovalPolicy.RETAIN if self.production else RemovalPolicy.DESTROY
 
     def settings_environment(self) -> dict[str, str]:
         """The settings as the Lambdas read them: one variable per field."""

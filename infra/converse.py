@@ -11,7 +11,7 @@ from constructs import Construct
 
 from infra.config import DeploymentConfig
 from infra.rules_config import RulesConfig
-from infra.service_function import ServiceFunction
+from infra.service_function import HISTORY_SERVICE, ServiceFunction
 
 
 class ConverseHistory(Construct):
@@ -32,7 +32,7 @@ class ConverseHistory(Construct):
             "History",
             config=config,
             handler="converse_history.handler.lambda_handler",
-            service_name="converse-history",
+            service_name=HISTORY_SERVICE,
             layer=layer,
             environment={
                 "TABLE_NAME": table.table_name,

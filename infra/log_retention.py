@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+if TYPE_CHECKING:
+    from infra.config import DeploymentConfig
 
 _BY_DAYS = {
     1: logs.RetentionDays.ONE_DAY,
@@ -23,5 +29,19 @@ _BY_DAYS = {
 }
 
 
+RETENTION_DAYS = frozenset(_BY_DAYS)
+"""The retention periods CloudWatch Logs offers, in days."""
+
+
 def retention(days: int) -> logs.RetentionDays:
     return _BY_DAYS[days]
+
+
+def log_group(scope: Construct, construct_id: str, config: DeploymentConfig) -> logs.LogGroup:
+    """A log group with the deployment's retention, kept with a production stack."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        retention=retention(config.log_retention_days),
+        removal_policy=config.removal_policy,
+    )

@@ -9,8 +9,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import DeploymentConfig
+from infra.service_function import COMPACTOR_SERVICE, HISTORY_SERVICE, METRICS_NAMESPACE
 
-NAMESPACE = "ConversationMemory"
+NAMESPACE = METRICS_NAMESPACE
 
 
 def service_metric(name: str, service: str, statistic: str = "Sum") -> cloudwatch.Metric:
@@ -77,7 +78,7 @@ class Monitoring(Construct):
             alarm(
                 "CoverageGaps",
                 "Turns held by neither the fold nor the window: context lost",
-                service_metric("CoverageGaps", "converse-history"),
+                service_metric("CoverageGaps", HISTORY_SERVICE),
             ),
             alarm(
                 "ConverseLatency",
@@ -89,10 +90,10 @@ class Monitoring(Construct):
         ]
 
         def history_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
-            return service_metric(name, "converse-history", statistic)
+            return service_metric(name, HISTORY_SERVICE, statistic)
 
         def compactor_metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
-            return service_metric(name, "compactor", statistic)
+            return service_metric(name, COMPACTOR_SERVICE, statistic)
 
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
         self.dashboard.add_widgets(

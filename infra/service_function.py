@@ -8,15 +8,20 @@ the runtime, so nothing is bundled and nothing needs Docker.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.config import ROOT, DeploymentConfig
-from infra.log_retention import retention
+from infra.log_retention import log_group
+
+METRICS_NAMESPACE = "ConversationMemory"
+"""The functions' Powertools metrics namespace, which the alarms and the dashboard read."""
+HISTORY_SERVICE = "converse-history"
+COMPACTOR_SERVICE = "compactor"
+"""The functions' `service` dimension (POWERTOOLS_SERVICE_NAME)."""
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
@@ -45,12 +50,7 @@ class ServiceFunction(Construct):
         memory_mb: int = 512,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            retention=retention(config.log_retention_days),
-            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, "Logs", config)
         self.role = iam.Role(
             self,
             "Role",
@@ -78,7 +78,7 @@ class ServiceFunction(Construct):
             memory_size=memory_mb,
             environment={
                 "POWERTOOLS_SERVICE_NAME": service_name,
-                "POWERTOOLS_METRICS_NAMESPACE": "ConversationMemory",
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 **config.settings_environment(),
                 **environment,

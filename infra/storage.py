@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
@@ -26,5 +25,5 @@ class Storage(Construct):
             encryption=dynamodb.TableEncryptionV2.aws_managed_key(),
             # Counsel's record: production keeps it through a stack deletion.
             deletion_protection=config.production,
-            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
+            removal_policy=config.removal_policy,
         )

@@ -9,18 +9,16 @@ Each task retries transient faults and catches the rest into a Fail state.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_events as events
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from infra.compaction import foundation_model_arn
 from infra.config import DeploymentConfig
-from infra.log_retention import retention
+from infra.log_retention import log_group
 
 EVENT_SOURCE = "conversation-memory"
 ESCALATED = "ConversationEscalated"
@@ -130,12 +128,7 @@ class Workflow(Construct):
             )
             .otherwise(failed)
         )
-        self.logs = logs.LogGroup(
-            self,
-            "Logs",
-            retention=retention(config.log_retention_days),
-            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
-        )
+        self.logs = log_group(self, "Logs", config)
         self.state_machine = sfn.StateMachine(
             self,
             "Converse",
@@ -143,7 +136,4 @@ class Workflow(Construct):
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.logs, level=sfn.LogLevel.ALL),
             timeout=Duration.minutes(5),
-        )
-        self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
         )

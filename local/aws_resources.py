@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from adapters.compaction_queue import DLQ_MAX_RECEIVES
 from adapters.dynamodb_store import TTL_ATTRIBUTE
-
-DLQ_MAX_RECEIVES = 4
 
 
 def create_table(dynamodb: Any, name: str) -> None:

@@ -8,7 +8,9 @@ keeps failing to the local dead-letter queue, as in AWS.
 
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -93,6 +95,8 @@ class CompactionPoller:
             try:
                 response = self._handler(event, LambdaContextStandIn(function_name="compactor"))
             except Exception:
+                # As a Lambda's failed invocation: logged, and the batch is delivered again.
+                traceback.print_exc(file=sys.stderr)
                 return True
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
         done = [m for m in messages if m["MessageId"] not in failed]

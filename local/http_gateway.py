@@ -27,7 +27,7 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 """API Gateway's payload limit: a larger request never reaches the Lambda."""
 
 FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
-"""API Gateway's `ANY`: the methods that reach the Lambda (each has a `do_` below)."""
+"""API Gateway's `ANY`: the methods that reach the Lambda."""
 
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
 """How much of a refused body is read and dropped before the connection is closed."""
@@ -81,27 +81,6 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
     # would otherwise hold a thread, and the shutdown, until it times out.
     protocol_version = "HTTP/1.0"
     server_version = "conversation-memory-local"
-
-    def do_GET(self) -> None:
-        self._forward()
-
-    def do_POST(self) -> None:
-        self._forward()
-
-    def do_PUT(self) -> None:
-        self._forward()
-
-    def do_PATCH(self) -> None:
-        self._forward()
-
-    def do_DELETE(self) -> None:
-        self._forward()
-
-    def do_HEAD(self) -> None:
-        self._forward()
-
-    def do_OPTIONS(self) -> None:
-        self._forward()
 
     def _forward(self) -> None:
         body = self._read_body()
@@ -236,6 +215,12 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         # The access log goes to stderr, so stdout carries only what the handler logs.
         sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+
+
+# http.server dispatches a request to `do_<METHOD>`: every forwarded method gets one, from
+# the same tuple the 405's `Allow` names, so the two cannot disagree.
+for _method in FORWARDED_METHODS:
+    setattr(_ProxyRequestHandler, f"do_{_method}", _ProxyRequestHandler._forward)
 
 
 def _answer_headers(answer: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -12,6 +12,10 @@ from typing import Any, Protocol
 
 from adapters.conversation_store import ConversationKey, format_instant
 
+DLQ_MAX_RECEIVES = 4
+"""Receives before a compaction request goes to the dead-letter queue: the deployed
+queue and the local one are made with the same bound."""
+
 
 class SQSClient(Protocol):
     def send_message(self, **kwargs: Any) -> dict[str, Any]: ...

@@ -49,6 +49,8 @@ STATE_SK = "TURN#~STATE"
 TURN_PREFIX = "TURN#"
 MARKER_PREFIX = "MSGID#"
 TTL_ATTRIBUTE = "expiresAt"
+TURNS_END = TURN_PREFIX + "~"
+"""Sorts after every turn key and before the state's (`TURN#~STATE`)."""
 TABLE_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 """The characters DynamoDB allows in a table name."""
 
@@ -91,6 +93,9 @@ class DynamoDBConversationStore:
         self._retention_days = turn_retention_days
         self._clock = clock
 
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)
+
     # -- reads ---------------------------------------------------------------------
 
     def snapshot(
@@ -114,7 +119,7 @@ class DynamoDBConversationStore:
         """The state, or a fresh one where its TTL passed (the version is kept for the lock)."""
         state = _state_from(item)
         ttl = item.get(TTL_ATTRIBUTE)
-        if ttl and is_expired(int(ttl["N"]), datetime.fromtimestamp(self._clock(), UTC)):
+        if ttl and is_expired(int(ttl["N"]), self._now()):
             # The lock and the compaction marks stay: the commit's conditions compare them.
             return ConversationState(
                 version=state.version,
@@ -173,7 +178,7 @@ class DynamoDBConversationStore:
         later_pages: Iterator[list[Item]],
         before: TurnPosition,
     ) -> Iterator[Turn]:
-        now = datetime.fromtimestamp(self._clock(), UTC)
+        now = self._now()
         boundary = turn_sort_key(before)
         page: list[Item] | None = first_page
         while page is not None:
@@ -198,26 +203,25 @@ class DynamoDBConversationStore:
         start = turn_sort_key(after) if after else TURN_PREFIX
         request: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :start AND :state",
+            # Up to the last turn: the state item, which sorts after, is not read (or billed).
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :start AND :turns_end",
             "ExpressionAttributeValues": {
                 ":pk": {"S": key.partition},
                 ":start": {"S": start},
-                ":state": {"S": STATE_SK},
+                ":turns_end": {"S": TURNS_END},
             },
             "ScanIndexForward": True,
             "ConsistentRead": True,
-            "Limit": limit + 2,
+            "Limit": limit + 1,  # BETWEEN includes the watermark's own turn
         }
-        now = datetime.fromtimestamp(self._clock(), UTC)
+        now = self._now()
         found: list[StoredTurn] = []
         while len(found) < limit:
             response = self._client.query(**request)
             for item in response.get("Items", []):
-                sort_key = item["SK"]["S"]
-                if sort_key in {start, STATE_SK} or len(found) == limit:
+                if item["SK"]["S"] == start or len(found) == limit:
                     continue
-                expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
-                found.append(StoredTurn(_turn_from(item), _number(item, "tokens"), expired))
+                found.append(_stored_from(item, now))
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -225,7 +229,7 @@ class DynamoDBConversationStore:
 
     def turns_at(self, key: ConversationKey, positions: Sequence[TurnPosition]) -> list[StoredTurn]:
         """The turns at these positions (the late list), oldest first; deleted ones are absent."""
-        now = datetime.fromtimestamp(self._clock(), UTC)
+        now = self._now()
         found: list[StoredTurn] = []
         keys = [_key(key.partition, turn_sort_key(p)) for p in sorted(set(positions))]
         for start in range(0, len(keys), BATCH_GET_LIMIT):
@@ -234,9 +238,9 @@ class DynamoDBConversationStore:
             }
             while request:
                 response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
-                    found.append(StoredTurn(_turn_from(item), _number(item, "tokens"), expired))
+                found += [
+                    _stored_from(i, now) for i in response.get("Responses", {}).get(self._table, [])
+                ]
                 request = response.get("UnprocessedKeys") or {}
         return sorted(found, key=lambda stored: stored.turn.position)
 
@@ -324,15 +328,17 @@ class DynamoDBConversationStore:
         The commit expects the turn to sort above the compaction marks; when it
         does not, the reply is late and is recorded again onto the late list.
         """
-        try:
-            self._record_reply(key, turn, tokens, late=False)
-        except _StateConditionFailed:
-            # The marks only move forward: a late reply stays late, one more commit.
-            self._record_reply(key, turn, tokens, late=True)
-
-    def _record_reply(self, key: ConversationKey, turn: Turn, tokens: int, *, late: bool) -> None:
         encoded = encode_content(turn)
         check_item_size(encoded)
+        try:
+            self._record_reply(key, turn, encoded, tokens, late=False)
+        except _StateConditionFailed:
+            # The marks only move forward: a late reply stays late, one more commit.
+            self._record_reply(key, turn, encoded, tokens, late=True)
+
+    def _record_reply(
+        self, key: ConversationKey, turn: Turn, encoded: str, tokens: int, *, late: bool
+    ) -> None:
         sort_key = {"S": turn_sort_key(turn.position)}
         values: dict[str, Any] = {
             ":one": {"N": "1"},
@@ -368,16 +374,12 @@ class DynamoDBConversationStore:
         A late turn (a reply filed with an old `sentAt`) must not bring the
         expiry of the fold and the counters forward.
         """
-        now = datetime.fromtimestamp(self._clock(), UTC)
-        return expires_at(max(turn.sent_at, now), self._retention_days)
+        return expires_at(max(turn.sent_at, self._now()), self._retention_days)
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
         """Give back a lease this call took, when its compaction request could not be sent."""
-        self._remove_lease(
-            key,
-            "leaseUntil = :mine",
-            {":mine": {"N": str(int(lease_until.timestamp()))}},
-        )
+        mine = {":mine": {"N": str(int(lease_until.timestamp()))}}
+        self._conditional_update(key, "REMOVE leaseUntil", "leaseUntil = :mine", mine)
 
     def claim(
         self,
@@ -460,44 +462,36 @@ class DynamoDBConversationStore:
             values,
         )
 
+    def clear_lease(self, key: ConversationKey) -> None:
+        """Nothing left to fold: let the next turn ask again when there is.
+
+        If the state is gone there is nothing to remove: the refusal is the answer.
+        """
+        self._conditional_update(key, "REMOVE leaseUntil", "attribute_exists(SK)")
+
     def _conditional_update(
-        self, key: ConversationKey, update: str, condition: str, values: dict[str, Any]
+        self,
+        key: ConversationKey,
+        update: str,
+        condition: str,
+        values: dict[str, Any] | None = None,
     ) -> bool:
+        """The state updated if `condition` holds; False (nothing written) if it does not."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": _key(key.partition, STATE_SK),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+        }
+        if values:  # DynamoDB refuses an empty map
+            request["ExpressionAttributeValues"] = values
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_key(key.partition, STATE_SK),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeValues=values,
-            )
+            self._client.update_item(**request)
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
             raise
         return True
-
-    def clear_lease(self, key: ConversationKey) -> None:
-        """Nothing left to fold: let the next turn ask again when there is."""
-        self._remove_lease(key, "attribute_exists(SK)", None)
-
-    def _remove_lease(
-        self, key: ConversationKey, condition: str, values: dict[str, Any] | None
-    ) -> None:
-        """Remove the lease if `condition` holds; if it does not, there is nothing to remove."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": _key(key.partition, STATE_SK),
-            "UpdateExpression": "REMOVE leaseUntil",
-            "ConditionExpression": condition,
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        try:
-            self._client.update_item(**request)
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
 
     def _commit(
         self,
@@ -617,6 +611,11 @@ def _turn_from(item: Mapping[str, Any]) -> Turn:
         sent_at=position.sent_at,
         recorded_at=position.recorded_at,
     )
+
+
+def _stored_from(item: Mapping[str, Any], now: datetime) -> StoredTurn:
+    expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
+    return StoredTurn(_turn_from(item), _number(item, "tokens"), expired)
 
 
 def _number(item: Mapping[str, Any], name: str, default: int = 0) -> int:

@@ -149,7 +149,8 @@ def _position(stored: StoredTurn) -> TurnPosition:
 
 def _deleted(entry: LateTurn) -> StoredTurn:
     """A late turn DynamoDB's TTL deleted before it could be folded: passed, as expired."""
-    placeholder = Turn(entry.position.turn_id, "user", (), entry.position.sent_at)
+    position = entry.position
+    placeholder = Turn(position.turn_id, "user", (), position.sent_at, position.recorded_at)
     return StoredTurn(placeholder, entry.tokens, expired=True)
 
 

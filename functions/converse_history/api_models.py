@@ -24,8 +24,6 @@ from pydantic import (
 )
 from pydantic.config import JsonDict
 
-from memory_core.rules import TENANT_ID_PATTERN
-
 CONTACT_ID_PATTERN = r"^[A-Za-z0-9+][A-Za-z0-9_.:@+-]{0,127}$"
 MESSAGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 TOOL_USE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -55,9 +53,6 @@ MAX_JSON_DEPTH = 32
 _SENT_AT_NAIVE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9:.]+$")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _TEXT_SCHEMA: JsonDict = {"minLength": 1, "pattern": NOT_BLANK_PATTERN}
-
-TenantIdParam = Annotated[str, Field(pattern=TENANT_ID_PATTERN)]
-ContactIdParam = Annotated[str, Field(pattern=CONTACT_ID_PATTERN)]
 
 
 class _Strict(BaseModel):
@@ -293,9 +288,10 @@ class UserMessageBody(MessageBody):
 
     @model_validator(mode="after")
     def _the_contacts_own_words(self) -> UserMessageBody:
-        if not any(block.get("text") for block in self.blocks()):
+        blocks = self.blocks()
+        if not any(block.get("text") for block in blocks):
             raise ValueError("the contact's message must carry text")
-        if any("toolUse" in block for block in self.blocks()):
+        if any("toolUse" in block for block in blocks):
             raise ValueError("a contact's message cannot call a tool")
         return self
 

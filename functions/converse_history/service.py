@@ -106,9 +106,10 @@ class ConverseService:
         tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
         turn = self._turn(message, field="message.")
+        tokens = estimate_turn_tokens(turn)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
-                return self._converse_once(key, tenant, turn)
+                return self._converse_once(key, tenant, turn, tokens)
             except VersionConflict:
                 self._telemetry.commit_retried(attempt)
                 self._back_off(attempt)
@@ -167,7 +168,7 @@ class ConverseService:
         return self._settings.history_window_max_messages + 2
 
     def _converse_once(
-        self, key: ConversationKey, tenant: TenantRules, turn: Turn
+        self, key: ConversationKey, tenant: TenantRules, turn: Turn, tokens: int
     ) -> dict[str, Any]:
         since = history_cutoff(turn.sent_at, tenant.history_days)
         snapshot = self._store.snapshot(key, since, turn.position, self._page_size)
@@ -180,7 +181,6 @@ class ConverseService:
 
         streak = next_streak(state.streak, turn.sent_at, tenant.idle_reset_hours)
         escalate = exceeds_cap(streak, tenant.max_turns_per_conversation)
-        tokens = estimate_turn_tokens(turn)
         lease = self._lease_if_due(state, tokens)
         # The window comes from the snapshot, before the commit: its figures go
         # into the message id's marker, so a retry is answered the same.

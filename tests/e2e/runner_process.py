@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from memory_core.settings import FIELDS as SETTINGS_FIELDS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_SECONDS = 60.0
 EXIT_TIMEOUT_SECONDS = 30.0
@@ -32,14 +34,8 @@ _RUNNER_VARIABLES = (
     "TABLE_NAME",
     "COMPACTION_QUEUE_URL",
     "CALLER_IDENTITY",
-    "HISTORY_WINDOW_MAX_TOKENS",
-    "HISTORY_WINDOW_MAX_MESSAGES",
-    "HISTORY_WINDOW_FLOOR_MESSAGES",
-    "HISTORY_MESSAGE_MAX_TOKENS",
-    "MEMORY_FOLD_MIN_TOKENS",
-    "TURN_RETENTION_DAYS",
-    "COMPACTION_LEASE_SECONDS",
     "AWS_ENDPOINT_URL",
+    *(name.upper() for name in SETTINGS_FIELDS),
 )
 _EMULATION_LINE = re.compile(r"AWS emulation \(moto\) on http://127\.0\.0\.1:(\d+)")
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk.assertions import Match
-
 from tests.infra.conftest import flatten, of_type
 
 
@@ -219,12 +217,6 @@ def test_the_stage_logs_access_throttles_and_traces(resources):
 # -- workflow --------------------------------------------------------------------------
 
 
-def definition(resources: dict[str, Any]) -> dict[str, Any]:
-    machine = only(resources, "AWS::StepFunctions::StateMachine")
-    text = flatten(machine["DefinitionString"])
-    return dict(json.loads(text.replace('{"Ref": ', '"{Ref: ').replace("}", "}")))
-
-
 def test_the_workflow_records_decides_asks_bedrock_and_records_the_reply(resources):
     machine = only(resources, "AWS::StepFunctions::StateMachine")
     text = flatten(machine["DefinitionString"])
@@ -316,4 +308,3 @@ def test_the_dashboard_shows_the_memorys_figures(resources):
 def test_outputs_name_what_a_caller_needs(template):
     outputs = template.to_json()["Outputs"]
     assert {"ApiUrl", "StateMachineArn", "TableName", "EventBusName"} <= set(outputs)
-    assert Match is not None

@@ -17,6 +17,7 @@ import pytest
 from moto import mock_aws
 
 from local.aws_resources import create_queues, create_table
+from local.compaction_poller import sqs_event
 from local.proxy_events import invoke, proxy_event
 
 AGENT_ROLE = "arn:aws:iam::123456789012:role/acme-agent"
@@ -115,7 +116,7 @@ class Api:
             VisibilityTimeout=visibility_timeout,
             AttributeNames=["All"],
         ).get("Messages", [])
-        return [sqs_record(m) for m in messages]
+        return list(sqs_event(messages, "arn:aws:sqs:us-east-1:123456789012:compaction")["Records"])
 
     def state(self, tenant: str = "acme", contact: str = "c1") -> dict[str, Any] | None:
         item = self.dynamodb.get_item(
@@ -135,20 +136,6 @@ class Api:
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0
         ).get("Messages", [])
         return [json.loads(m["Body"]) for m in messages]
-
-
-def sqs_record(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": message.get("Attributes", {}),
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:compaction",
-        "awsRegion": "us-east-1",
-    }
 
 
 def request_record(tenant: str, contact: str, message_id: str = "m-1") -> dict[str, Any]:

@@ -25,11 +25,10 @@ def test_within_the_bound_no_turn_is_held_by_neither(lag):
 
 
 def test_beyond_the_bound_the_gap_is_detected_and_reported():
-    sim, tally = simulate(PAIRS, lag=80)
+    _, tally = simulate(PAIRS, lag=80)
     assert tally.calls_beyond > 0
     assert tally.gaps_beyond > 0
     assert tally.gaps_within == 0
-    assert all(missing >= 1 for missing in sim.observed.gaps)
 
 
 def test_every_turn_is_in_the_fold_or_the_window_when_the_fold_keeps_up():

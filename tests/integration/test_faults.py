@@ -314,14 +314,14 @@ def test_throttling_is_retried_by_botocore_and_nothing_is_half_written(
         statuses = _talk(api, 4, contact=contact)
         assert statuses == [200, 201] * 4, operation
         turns = assert_consistent(api, contact=contact)
-        assert turns == 8
         faults = dynamodb_faults.injected - injected
+        tally("Faults: DynamoDB", faults_injected=faults, lost=8 - turns)  # before the asserts
+        assert turns == 8
         assert faults >= 8  # every call that made the operation, twice
         assert len(dynamodb_faults.slept) - slept == faults  # botocore retried each one
         state = api.state(contact=contact)
         assert state is not None
         assert state["streakCount"]["N"] == "4"
-        tally("Faults: DynamoDB", faults_injected=faults, lost=8 - turns)
     assert backoffs == []  # nothing reached the service as a conflict
 
 
@@ -659,8 +659,8 @@ def test_a_compactor_killed_while_summarising_leaves_the_fold_to_the_next_run(ap
     fresh = api.compactor()
     (again,) = api.received()
     assert _fold(fresh, again) == {"batchItemFailures": []}
-    assert_folded_once(api, pairs)
     tally("Faults: compactor", faults_injected=1, lost=2 * pairs - len(api.turn_items()))
+    assert_folded_once(api, pairs)
 
 
 def test_a_commit_that_fails_every_attempt_is_retried_by_the_next_delivery(api, botocore_sleeps):

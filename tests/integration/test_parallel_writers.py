@@ -142,12 +142,17 @@ def _tokens(message: Incoming) -> int:
     return estimate_turn_tokens(Turn(message.id, message.role, message.content, message.sent_at))
 
 
-def assert_counters_exact(world: World, contact: str, expected_ids: set[str]) -> int:
-    """Every id stored once, and the counters agree with the turns; the turns lost."""
+def assert_counters_exact(world: World, contact: str, expected_ids: set[str]) -> None:
+    """Every id stored once, and the counters agree with the turns.
+
+    The turns lost are counted into the ledger before they are asserted away, so a
+    failing run reports them.
+    """
     turns = world.turns(contact)
     ids = Counter(t["turnId"]["S"] for t in turns)
     assert all(count == 1 for count in ids.values()), ids
     lost = len(expected_ids - set(ids))
+    tally("Parallel writers", lost=lost)
     assert lost == 0, sorted(expected_ids - set(ids))
     assert set(ids) == expected_ids
     markers = [i for i in world.items(contact) if i["SK"]["S"].startswith("MSGID#")]
@@ -156,7 +161,6 @@ def assert_counters_exact(world: World, contact: str, expected_ids: set[str]) ->
     folded = int(state.get("turnsFolded", {}).get("N", "0"))
     assert int(state["turnsRecorded"]["N"]) == len(turns)
     assert int(state["unfoldedTurns"]["N"]) + folded == len(turns)
-    return lost
 
 
 # --- writers ------------------------------------------------------------------------
@@ -175,7 +179,7 @@ def test_twenty_parallel_replies_are_each_stored_once_with_exact_counters(world)
     answers = _in_parallel([functools.partial(reply_and_retry, m) for m in replies])
 
     assert all(first == again for first, again in answers)
-    lost = assert_counters_exact(world, "replies", {m.id for m in replies if m.id})
+    assert_counters_exact(world, "replies", {m.id for m in replies if m.id})
     state = world.state("replies")
     assert state["turnsRecorded"]["N"] == str(WRITERS)
     assert state["unfoldedTurns"]["N"] == str(WRITERS)
@@ -187,7 +191,7 @@ def test_twenty_parallel_replies_are_each_stored_once_with_exact_counters(world)
     )
     assert answer["turnCount"] == 1
     assert world.state("replies")["turnsRecorded"]["N"] == str(WRITERS + 1)
-    tally("Parallel writers", parallel_writers=WRITERS, lost=lost)
+    tally("Parallel writers", parallel_writers=WRITERS)
 
 
 def test_parallel_messages_and_replies_interleaved_keep_every_count_exact(world):
@@ -207,7 +211,7 @@ def test_parallel_messages_and_replies_interleaved_keep_every_count_exact(world)
     counts = sorted(a["turnCount"] for a in answers if "turnCount" in a)
     assert counts == list(range(1, PAIRS + 1))  # each message counted once, none twice
     expected = {m.id for m in questions + replies if m.id}
-    lost = assert_counters_exact(world, "mixed", expected)
+    assert_counters_exact(world, "mixed", expected)
     state = world.state("mixed")
     assert state["streakCount"]["N"] == str(PAIRS)
     assert state["version"]["N"] == str(PAIRS)
@@ -215,7 +219,7 @@ def test_parallel_messages_and_replies_interleaved_keep_every_count_exact(world)
     assert int(state["unfoldedTokens"]["N"]) == sum(_tokens(m) for m in questions + replies)
     # Enough was unfolded to ask for a compaction, and the lease let exactly one through.
     assert len(world.requests()) == 1
-    tally("Parallel writers", parallel_writers=WRITERS, lost=lost)
+    tally("Parallel writers", parallel_writers=WRITERS)
 
 
 # --- compactors ---------------------------------------------------------------------
@@ -265,8 +269,8 @@ def test_parallel_compactors_make_one_fold_per_version_and_fold_each_turn_once(w
         assert "leaseUntil" not in state
     assert outcomes["lost_race"] + outcomes["nothing_to_fold"] == 15
     assert_each_folded_once(world, "folded", ids)
-    lost = assert_counters_exact(world, "folded", ids)
-    tally("Parallel writers", parallel_writers=6, lost=lost)
+    assert_counters_exact(world, "folded", ids)
+    tally("Parallel writers", parallel_writers=6)
 
 
 def test_duplicate_deliveries_of_one_request_processed_in_parallel_fold_once(world):
@@ -288,8 +292,8 @@ def test_duplicate_deliveries_of_one_request_processed_in_parallel_fold_once(wor
     assert state["turnsFolded"]["N"] == str(len(ids))
     assert state["unfoldedTurns"]["N"] == "0"
     assert_each_folded_once(world, "dup", ids)
-    lost = assert_counters_exact(world, "dup", ids)
-    tally("Parallel writers", parallel_writers=8, lost=lost)
+    assert_counters_exact(world, "dup", ids)
+    tally("Parallel writers", parallel_writers=8)
 
 
 def test_writers_and_compactors_at_once_lose_nothing_and_fold_nothing_twice(world):
@@ -321,11 +325,11 @@ def test_writers_and_compactors_at_once_lose_nothing_and_fold_nothing_twice(worl
     compactor.compact(key)  # whatever is still unfolded, late turns included
 
     ids = {m.id or "" for m in questions + replies}
-    lost = assert_counters_exact(world, "busy", ids)
+    assert_counters_exact(world, "busy", ids)
     # A turn that landed below a fold committed meanwhile (or below a claim) was late:
     # listed, and folded by a later compaction, so every turn is folded exactly once.
     assert_each_folded_once(world, "busy", ids)
     state = world.state("busy")
     assert int(state["turnsFolded"]["N"]) == len(ids)
     assert "lateTurns" not in state or state["lateTurns"]["L"] == []
-    tally("Parallel writers", parallel_writers=WRITERS, lost=lost)  # the pool's threads
+    tally("Parallel writers", parallel_writers=WRITERS)  # the pool's threads

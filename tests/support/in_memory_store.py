@@ -48,8 +48,6 @@ class InMemoryConversationStore:
         self._clock = clock
         self._conversations: dict[ConversationKey, _Conversation] = {}
         self._lock = threading.Lock()
-        self.reads = 0
-        """Turns read by the window and the compactor (the Query's scanned items, here)."""
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
@@ -84,7 +82,6 @@ class InMemoryConversationStore:
             position = conversation.positions[index]
             if position.sent_at < since:
                 return
-            self.reads += 1
             if not is_expired(conversation.expiry[position], now):
                 yield conversation.turns[position].turn
 
@@ -104,7 +101,6 @@ class InMemoryConversationStore:
         for position in conversation.positions[start:]:
             if len(found) == limit:
                 break
-            self.reads += 1
             stored = conversation.turns[position]
             found.append(replace(stored, expired=is_expired(conversation.expiry[position], now)))
         return found
@@ -116,7 +112,6 @@ class InMemoryConversationStore:
         for position in sorted(set(positions)):
             stored = conversation.turns.get(position)
             if stored is not None:
-                self.reads += 1
                 expired = is_expired(conversation.expiry[position], now)
                 found.append(replace(stored, expired=expired))
         return found
@@ -152,17 +147,12 @@ class InMemoryConversationStore:
                 dropped=dropped,
             )
             conversation.state = replace(
-                current,
+                _counted(current, turn, tokens, late=change.late),
                 version=change.expected_version + 1,
                 streak=replace(
                     change.streak, last_contact_at=change.streak.last_contact_at or turn.sent_at
                 ),
                 recent_contact=change.recent_contact,
-                unfolded_tokens=current.unfolded_tokens + tokens,
-                unfolded_turns=current.unfolded_turns + 1,
-                turns_recorded=current.turns_recorded + 1,
-                late_turns=current.late_turns
-                + ((LateTurn(turn.position, tokens),) if change.late else ()),
                 lease_until=_whole_second(change.lease_until) or current.lease_until,
             )
             conversation.state_expiry = self._state_ttl(turn)
@@ -173,18 +163,11 @@ class InMemoryConversationStore:
             conversation = self._conversation(key)
             self._refuse_duplicate(conversation, turn)
             current = conversation.state or NEW_CONVERSATION
-            late = current.is_late(turn.position)
             self._add(
                 conversation, turn, tokens=tokens, turn_count=None, decision=None, dropped=None
             )
-            conversation.state = replace(
-                current,
-                unfolded_tokens=current.unfolded_tokens + tokens,
-                unfolded_turns=current.unfolded_turns + 1,
-                turns_recorded=current.turns_recorded + 1,
-                late_turns=current.late_turns
-                + ((LateTurn(turn.position, tokens),) if late else ()),
-            )
+            late = current.is_late(turn.position)
+            conversation.state = _counted(current, turn, tokens, late=late)
             conversation.state_expiry = self._state_ttl(turn)
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
@@ -279,6 +262,17 @@ class InMemoryConversationStore:
             decision=decision,
             dropped=dropped,
         )
+
+
+def _counted(state: ConversationState, turn: Turn, tokens: int, *, late: bool) -> ConversationState:
+    """The counters after one more turn, and the late list if it is late (as the ADDs do)."""
+    return replace(
+        state,
+        unfolded_tokens=state.unfolded_tokens + tokens,
+        unfolded_turns=state.unfolded_turns + 1,
+        turns_recorded=state.turns_recorded + 1,
+        late_turns=state.late_turns + ((LateTurn(turn.position, tokens),) if late else ()),
+    )
 
 
 def _whole_second(instant: datetime | None) -> datetime | None:

@@ -53,11 +53,10 @@ class CollectingQueue:
 @dataclass
 class Observed:
     gaps: list[int] = field(default_factory=list)
-    windows: list[Window] = field(default_factory=list)
     compactions: list[Compaction] = field(default_factory=list)
 
     def window_built(self, window: Window) -> None:
-        self.windows.append(window)
+        pass
 
     def window_bounded(self, window: Window) -> None:
         pass

@@ -10,16 +10,10 @@ from typing import Any
 import pytest
 
 import rules_cli
+from memory_core.settings import FIELDS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = [
-    "HISTORY_WINDOW_MAX_TOKENS",
-    "HISTORY_WINDOW_MAX_MESSAGES",
-    "HISTORY_WINDOW_FLOOR_MESSAGES",
-    "HISTORY_MESSAGE_MAX_TOKENS",
-    "MEMORY_FOLD_MIN_TOKENS",
-    "TURN_RETENTION_DAYS",
-]
+SETTINGS = [name.upper() for name in FIELDS]
 
 
 @pytest.fixture(autouse=True)

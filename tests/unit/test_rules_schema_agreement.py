@@ -214,7 +214,6 @@ positive = mostly(
 edge_values = st.sampled_from([0, -1, 1.5, 30.0, 7.0, 0.0, "30", "1", "", True, False, None])
 not_positive = st.one_of(
     edge_values,
-    edge_values,
     st.integers(min_value=-(2**70), max_value=0),
     st.floats(allow_nan=False),
     no_newline_text,
