@@ -2,7 +2,7 @@
 
 import json
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from tests.integration.conftest import minutes_ago
 
@@ -51,7 +51,7 @@ def test_every_key_is_prefixed_by_the_tenant_and_turns_carry_a_ttl(api):
     for turn in api.turn_items():
         sent = turn["sentAt"]["S"]
         assert turn["SK"]["S"].startswith(f"TURN#{sent}#")
-        sent_at = datetime.strptime(sent, "%Y-%m-%dT%H:%M:%S.%fZ")
+        sent_at = datetime.strptime(sent, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
         ttl = int(turn["expiresAt"]["N"])
         assert ttl - int(sent_at.timestamp()) in {30 * 86400}
 
