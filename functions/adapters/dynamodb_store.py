@@ -462,12 +462,24 @@ class DynamoDBConversationStore:
             values,
         )
 
-    def clear_lease(self, key: ConversationKey) -> None:
+    def clear_lease(self, key: ConversationKey, *, expected_recorded: int) -> None:
         """Nothing left to fold: let the next turn ask again when there is.
 
-        If the state is gone there is nothing to remove: the refusal is the answer.
+        With nothing above the watermark and no late turn, the unfolded counters are
+        zero: they are set so, if no turn was recorded since the compactor's read
+        (`turnsRecorded`). That heals a count that can no longer be subtracted, such as
+        a turn DynamoDB's TTL deleted before compaction read it. If a turn did arrive,
+        only the lease goes; if the state is gone, there is nothing to remove.
         """
-        self._conditional_update(key, "REMOVE leaseUntil", "attribute_exists(SK)")
+        zero = {":zero": {"N": "0"}, ":recorded": {"N": str(expected_recorded)}}
+        settled = self._conditional_update(
+            key,
+            "SET unfoldedTokens = :zero, unfoldedTurns = :zero REMOVE leaseUntil",
+            "turnsRecorded = :recorded",
+            zero,
+        )
+        if not settled:
+            self._conditional_update(key, "REMOVE leaseUntil", "attribute_exists(SK)")
 
     def _conditional_update(
         self,

@@ -15,13 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Protocol
 
 from adapters.conversation_store import ConversationKey, ConversationStore, StoredTurn
 from adapters.summariser import Summariser, Summary
 from memory_core.conversation import ConversationState, LateTurn
-from memory_core.fold import next_fold
+from memory_core.fold import alive, next_fold
 from memory_core.settings import Settings
 from memory_core.turns import Turn, TurnPosition
 
@@ -60,12 +61,14 @@ class Compactor:
         settings: Settings,
         telemetry: CompactorTelemetry,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._summariser = summariser
         self._settings = settings
         self._telemetry = telemetry
         self._clock = clock
+        self._wall_clock = wall_clock
 
     def compact(self, key: ConversationKey) -> Compaction:
         started = self._clock()
@@ -76,7 +79,7 @@ class Compactor:
             newer = self._store.unfolded_turns(key, state.watermark, MAX_TURNS_PER_FOLD)
             late = state.late_turns[:MAX_LATE_TURNS_PER_FOLD]
             if not newer and not late:
-                self._store.clear_lease(key)
+                self._store.clear_lease(key, expected_recorded=state.turns_recorded)
                 return Compaction(Outcome.NOTHING_TO_FOLD)
             # Late turns join an existing range: only a new watermark needs a claim.
             if not newer or self._store.claim(
@@ -102,7 +105,8 @@ class Compactor:
         live = [s.turn for s in passed if not s.expired]
         fold = summary = None
         if live:
-            previous = state.fold
+            now = datetime.fromtimestamp(self._wall_clock(), UTC)
+            previous = alive(state.fold, now, self._settings.turn_retention_days)
             # A failure here raises: the record fails, comes back, and nothing was written.
             summary = self._summariser.summarise(
                 previous.summary if previous else None,

@@ -8,9 +8,24 @@ yet. Each turn is folded once, oldest first, into the previous summary.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from memory_core.conversation import Fold
+from memory_core.history_range import expires_at, is_expired
 from memory_core.turns import Turn
+
+
+def alive(fold: Fold | None, now: datetime, retention_days: int) -> Fold | None:
+    """The fold, unless its newest turn is past its retention: then None.
+
+    A summary lives no longer than what it summarises. A conversation whose
+    state outlived its turns (say, revived by a new message before DynamoDB
+    deleted the expired state) starts a new memory instead of extending the
+    old one, which nobody may read any more.
+    """
+    if fold is None or is_expired(expires_at(fold.covers_until, retention_days), now):
+        return None
+    return fold
 
 
 def next_fold(previous: Fold | None, folded: Sequence[Turn], summary: str) -> Fold:

@@ -183,3 +183,20 @@ def test_a_claim_is_retaken_when_a_turn_arrives_between_the_read_and_the_claim(w
     store.claim = real_claim
     assert world.compactor().compact(KEY).turns_folded == 6
     tally_folded(world, faults=len(arrived))
+
+
+def test_a_count_left_by_a_turn_the_ttl_deleted_unread_is_settled_at_zero(world):
+    world.say("q0", "first.", 0)
+    state = world.store.state(KEY)
+    assert (state.unfolded_turns, state.lease_until) == (1, None)
+    # DynamoDB's TTL deletes the turn before any compaction reads it: its count is orphaned.
+    client = world.store._client
+    items = client.query(
+        TableName="late",
+        KeyConditionExpression="PK = :pk AND begins_with(SK, :turn)",
+        ExpressionAttributeValues={":pk": {"S": KEY.partition}, ":turn": {"S": "TURN#2"}},
+    )["Items"]
+    client.delete_item(TableName="late", Key={"PK": items[0]["PK"], "SK": items[0]["SK"]})
+    assert world.compactor().compact(KEY).outcome is Outcome.NOTHING_TO_FOLD
+    state = world.store.state(KEY)
+    assert (state.unfolded_turns, state.unfolded_tokens) == (0, 0)

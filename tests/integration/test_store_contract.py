@@ -231,9 +231,23 @@ def test_leases_are_taken_with_a_turn_and_given_back_or_cleared(store):
     store.release_lease(KEY, lease)
     assert store.state(KEY).lease_until is None
     record(store, turn(1), 1, lease=lease)
-    store.clear_lease(KEY)
+    store.clear_lease(KEY, expected_recorded=2)
     assert store.state(KEY).lease_until is None
-    store.clear_lease(ConversationKey("acme", "nobody"))
+    store.clear_lease(ConversationKey("acme", "nobody"), expected_recorded=0)
+
+
+def test_clearing_the_lease_with_nothing_to_fold_settles_the_counters_at_zero(store):
+    lease = NOW + timedelta(minutes=15)
+    record(store, turn(0), 0, lease=lease)
+    # A turn recorded since the compactor read (it read one): only the lease goes.
+    store.clear_lease(KEY, expected_recorded=0)
+    state = store.state(KEY)
+    assert (state.lease_until, state.unfolded_turns, state.unfolded_tokens) == (None, 1, 2)
+    # As read: nothing was above the watermark, so whatever the counters say is zero.
+    record(store, turn(1), 1, lease=lease)
+    store.clear_lease(KEY, expected_recorded=2)
+    state = store.state(KEY)
+    assert (state.lease_until, state.unfolded_turns, state.unfolded_tokens) == (None, 0, 0)
 
 
 def test_expired_state_reads_as_a_fresh_conversation_keeping_its_version(store):

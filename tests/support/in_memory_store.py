@@ -226,11 +226,15 @@ class InMemoryConversationStore:
             )
             return True
 
-    def clear_lease(self, key: ConversationKey) -> None:
+    def clear_lease(self, key: ConversationKey, *, expected_recorded: int) -> None:
         with self._lock:
             conversation = self._conversation(key)
-            if conversation.state:
-                conversation.state = replace(conversation.state, lease_until=None)
+            state = conversation.state
+            if state is None:
+                return
+            if state.turns_recorded == expected_recorded:
+                state = replace(state, unfolded_tokens=0, unfolded_turns=0)
+            conversation.state = replace(state, lease_until=None)
 
     def _state_ttl(self, turn: Turn) -> int:
         return expires_at(max(turn.sent_at, self._now()), self._retention_days)

@@ -388,6 +388,9 @@ class ReferenceConversation:
             return 0
         self.folded |= {t.id for t in live}
         previous = self.fold
+        if previous is not None and self.expired(previous.covers_until, wall):
+            # A memory lives no longer than its newest turn: a new one starts.
+            previous = None
         self.fold = RefFold(
             turns_folded=(previous.turns_folded if previous else 0) + len(live),
             covers_from=min(previous.covers_from, live[0].sent_at) if previous else live[0].sent_at,

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 
 from adapters.summariser import OfflineSummariser, cap_summary, transcript
-from memory_core.fold import next_fold
+from memory_core.fold import alive, next_fold
 from memory_core.tokens import estimate_tokens
 from tests.unit.conversation_builders import Clock, alternating, text, tool_result, turn
 
@@ -78,3 +78,12 @@ def test_a_capped_summary_is_cut_visibly():
     capped = cap_summary("x" * 10_000, 100)
     assert estimate_tokens(capped) <= 100 + 10
     assert "tokens omitted" in capped
+
+
+def test_a_fold_lives_as_long_as_its_newest_turn():
+    turns = alternating(Clock(), 2)
+    fold = next_fold(None, turns, "summary")
+    newest = turns[-1].sent_at
+    assert alive(fold, newest + timedelta(days=30) - timedelta(seconds=1), 30) is fold
+    assert alive(fold, newest + timedelta(days=30), 30) is None
+    assert alive(None, newest, 30) is None
