@@ -88,6 +88,14 @@ class Workflow(Construct):
             result_selector={"text": sfn.JsonPath.string_at("$.Output.Message.Content[0].Text")},
             result_path="$.model",
         )
+        # The reply's id is drawn once, before the task: a retried record (a timeout after
+        # the commit, say) then carries the same id and is stored once.
+        name_the_reply = sfn.Pass(
+            self,
+            "NameTheReply",
+            parameters={"id": sfn.JsonPath.uuid()},
+            result_path="$.replyName",
+        )
         record = tasks.LambdaInvoke(
             self,
             "RecordTheReply",
@@ -97,6 +105,7 @@ class Workflow(Construct):
                     "action": "record",
                     "tenantId": sfn.JsonPath.string_at("$.tenantId"),
                     "contactId": sfn.JsonPath.string_at("$.contactId"),
+                    "id": sfn.JsonPath.string_at("$.replyName.id"),
                     "role": "assistant",
                     "text": sfn.JsonPath.string_at("$.model.text"),
                 }
@@ -115,6 +124,13 @@ class Workflow(Construct):
             task.add_catch(failed, result_path="$.error")
 
         answered = sfn.Succeed(self, "Answered")
+        # A refusal from the function comes back as a result ({"error", "statusCode"}), not a
+        # task failure: only a recorded turn is an answer, so the reply is never lost unseen.
+        recorded = (
+            sfn.Choice(self, "ReplyRecorded")
+            .when(sfn.Condition.is_present("$.reply.turn"), answered)
+            .otherwise(failed)
+        )
         escalated = sfn.Succeed(self, "Escalated")
         decide = (
             sfn.Choice(self, "Decision")
@@ -124,7 +140,7 @@ class Workflow(Construct):
             )
             .when(
                 sfn.Condition.string_equals("$.history.decision", "model"),
-                model.next(record).next(answered),
+                model.next(name_the_reply).next(record).next(recorded),
             )
             .otherwise(failed)
         )

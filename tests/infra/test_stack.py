@@ -235,6 +235,12 @@ def test_the_workflow_records_decides_asks_bedrock_and_records_the_reply(resourc
     assert '"DetailType":"ConversationEscalated"' in text
     assert '"Variable":"$.history.decision"' in text
     assert '"Messages.$":"$.history.converseForStepFunctions.Messages"' in text
+    # The reply is recorded under an id drawn once (retries store it once), and only a
+    # recorded reply is an answer: a refusal returned as a result fails the execution.
+    assert '"id.$":"States.UUID()"' in text
+    assert '"id.$":"$.replyName.id"' in text
+    assert '{"Variable":"$.reply.turn","IsPresent":true,"Next":"Answered"}' in text
+    assert '"ReplyRecorded":{"Type":"Choice"' in text
     assert text.count('"Retry"') >= 4
     assert text.count('"Catch"') >= 4
     assert machine["TracingConfiguration"] == {"Enabled": True}
