@@ -537,7 +537,14 @@ class DynamoDBConversationStore:
         try:
             self._client.transact_write_items(
                 TransactItems=[
-                    {"Put": {**_put(self._table, marker), "ConditionExpression": _ABSENT}},
+                    {
+                        "Put": {
+                            **_put(self._table, marker),
+                            "ConditionExpression": _ABSENT,
+                            # A duplicate's first recording comes back with the refusal.
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
                     {"Put": {**_put(self._table, turn_item), "ConditionExpression": _ABSENT}},
                     {"Update": state_update},
                 ]
@@ -549,10 +556,12 @@ class DynamoDBConversationStore:
     def _explain_cancellation(self, key: ConversationKey, turn: Turn, error: ClientError) -> None:
         if error.response["Error"]["Code"] != "TransactionCanceledException":
             return
-        codes = [reason.get("Code") for reason in error.response.get("CancellationReasons", [])]
+        reasons = error.response.get("CancellationReasons", [])
+        codes = [reason.get("Code") for reason in reasons]
         marker_code = codes[0] if codes else None
         if marker_code == "ConditionalCheckFailed":
-            first = self.recorded(key, turn.id)
+            existing = reasons[0].get("Item")
+            first = _marker_from(existing) if existing else self.recorded(key, turn.id)
             if first is not None:
                 raise Duplicate(first) from None
         if codes[2:3] == ["ConditionalCheckFailed"] and marker_code != "ConditionalCheckFailed":

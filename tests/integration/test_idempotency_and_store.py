@@ -89,6 +89,15 @@ def test_the_usual_converse_is_two_round_trips_and_a_reply_one(api):
     assert calls == ["Query", "TransactWriteItems"]
 
 
+def test_a_repeated_reply_is_answered_from_the_refused_commit_alone(api):
+    api.reply("an answer", sent_at=minutes_ago(4), message_id="r-1")
+    calls = count_calls(api)
+    api.reply("an answer", sent_at=minutes_ago(4), message_id="r-1")
+    # The transaction's refusal carries the first recording: no second read for it.
+    assert calls == ["TransactWriteItems"]
+    assert len(api.turn_items()) == 1
+
+
 def test_reading_history_stays_one_bounded_query_however_long_the_conversation(api):
     start = minutes_ago(400)
     for n in range(150):
