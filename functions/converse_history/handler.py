@@ -7,6 +7,7 @@ missing table fails the cold start with the reason instead of serving.
 
 # No `from __future__ import annotations` here: Powertools reads the route
 # functions' annotations at runtime to validate requests and build the OpenAPI.
+import functools
 import json
 import math
 import re
@@ -225,7 +226,7 @@ def health() -> HealthResponse:
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[str]:
-    return Response(200, content_types.APPLICATION_JSON, OPENAPI_DOCUMENT)
+    return Response(200, content_types.APPLICATION_JSON, _openapi_document())
 
 
 @app.not_found
@@ -290,8 +291,12 @@ def _reason(detail: Any) -> str:
     return f"{where}: {_message(detail)}" if where else _message(detail)
 
 
+@functools.cache
 def _openapi_document() -> str:
     """The resolver's OpenAPI document, without the validation answer this API never gives.
+
+    Built on the first `GET /openapi.json`, not at import: it is half a bare
+    `import boto3` (docs/performance.md), and no converse call needs it.
 
     Powertools documents a 422 `HTTPValidationError` on every route; here a
     request that fails validation is answered 400 with the `ErrorResponse`
@@ -321,7 +326,6 @@ def _openapi_document() -> str:
 
 
 _VALIDATION_ERROR_REF = "#/components/schemas/HTTPValidationError"
-OPENAPI_DOCUMENT = _openapi_document()
 
 
 # -- direct invocation (Step Functions) ----------------------------------------------
