@@ -124,6 +124,7 @@ import adapters.rules_source as rules_source
 import memory_core.settings as settings
 timed(boto3, "client", "botocore clients (dynamodb, sqs)")
 timed(Tracer, "__init__", "Tracer() (X-Ray SDK recorder and its sampler's client)")
+# Built on the first GET /openapi.json; still timed, so that a document built at import shows.
 timed(APIGatewayRestResolver, "get_openapi_json_schema", "OpenAPI document")
 timed(rules_source.FileRulesSource, "__init__", "rules file read and validated")
 timed(settings, "load_settings", "settings validated")

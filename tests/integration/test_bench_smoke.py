@@ -67,7 +67,8 @@ def test_the_cold_start_is_timed_in_fresh_interpreters_with_a_first_call():
     assert len(figures["handler_samples_ms"]) == len(figures["boto3_samples_ms"]) == 1
     stages = cold_import.profile(runs=1)
     assert "import boto3" in stages
-    assert "handler module: OpenAPI document" in stages
+    # Timed if it ran: the OpenAPI document is built on its first request, not at import.
+    assert "handler module: OpenAPI document" not in stages
     assert all(isinstance(ms, float) for ms in stages.values())
     assert positive_number(cold_import.project_compile_ms(runs=1))
 
