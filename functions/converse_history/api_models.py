@@ -26,8 +26,17 @@ from pydantic.config import JsonDict
 
 CONTACT_ID_PATTERN = r"^[A-Za-z0-9+][A-Za-z0-9_.:@+-]{0,127}$"
 MESSAGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
-TOOL_USE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+TOOL_USE_ID_PATTERN = r"^[a-zA-Z0-9_.:-]{1,64}$"
+"""Bedrock Converse's own `ToolUseId` (botocore's model: `[a-zA-Z0-9_.:-]+`, 1-64)."""
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+"""Bedrock Converse's own `ToolName` (botocore's model: `[a-zA-Z0-9_-]+`, 1-64)."""
+TOOL_ID_DESCRIPTION = (
+    "the tool call's id, as Bedrock Converse takes it: [a-zA-Z0-9_.:-], 1 to 64 characters "
+    "(e.g. `tooluse_abc`, `call:abc`, `functions.get_weather:0`)"
+)
+TOOL_NAME_DESCRIPTION = (
+    "the tool's name, as Bedrock Converse takes it: [a-zA-Z0-9_-], 1 to 64 characters"
+)
 MAX_BLOCKS = 50
 
 NOT_BLANK_PATTERN = (
@@ -130,8 +139,10 @@ class TextBlock(_NonEmptyText):
 
 
 class ToolUse(_Strict):
-    tool_use_id: str = Field(alias="toolUseId", pattern=TOOL_USE_ID_PATTERN)
-    name: str = Field(pattern=TOOL_NAME_PATTERN)
+    tool_use_id: str = Field(
+        alias="toolUseId", pattern=TOOL_USE_ID_PATTERN, description=TOOL_ID_DESCRIPTION
+    )
+    name: str = Field(pattern=TOOL_NAME_PATTERN, description=TOOL_NAME_DESCRIPTION)
     input: JsonObject = Field(
         description=f"the tool's input, nested at most {MAX_JSON_DEPTH} levels"
     )
@@ -180,7 +191,9 @@ ToolResultItem = Annotated[
 
 
 class ToolResult(_Strict):
-    tool_use_id: str = Field(alias="toolUseId", pattern=TOOL_USE_ID_PATTERN)
+    tool_use_id: str = Field(
+        alias="toolUseId", pattern=TOOL_USE_ID_PATTERN, description=TOOL_ID_DESCRIPTION
+    )
     content: list[ToolResultItem] = Field(min_length=1, max_length=MAX_BLOCKS)
     status: Literal["success", "error"] | None = None
 
@@ -354,9 +367,14 @@ class MemoryView(BaseModel):
 
 
 class WindowView(BaseModel):
-    kept: int
-    dropped: int
-    trimmed: int
+    kept: int = Field(description="stored turns in the history")
+    dropped: int = Field(description="candidate turns left out of the history")
+    trimmed: int = Field(description="history messages cut to their head and tail")
+    repaired: int = Field(
+        description="repairs that make `converse` valid for Bedrock (SPEC 5.5.9): a synthetic "
+        "error toolResult for a call whose result was never recorded, a toolResult that "
+        "answers no call left out, tool results moved before text; each one is logged"
+    )
     estimated_tokens: int = Field(alias="estimatedTokens")
 
 

@@ -38,6 +38,7 @@ from memory_core.converse_shape import converse_fragment
 from memory_core.coverage import held_by_neither
 from memory_core.history_range import history_cutoff
 from memory_core.rate_limit import exceeds_rate, remember
+from memory_core.repairs import Repair
 from memory_core.rules import TenantRules
 from memory_core.settings import Settings
 from memory_core.tenancy import caller_may_act_for
@@ -56,6 +57,7 @@ class Telemetry(Protocol):
     def window_built(self, window: Window) -> None: ...
     def window_bounded(self, window: Window) -> None: ...
     def coverage_gap(self, missing: list[TurnPosition]) -> None: ...
+    def fragment_repaired(self, repairs: list[Repair]) -> None: ...
     def escalated(self, turn_count: int) -> None: ...
     def compaction_enqueued(self) -> None: ...
     def compaction_request_failed(self, error: Exception) -> None: ...
@@ -234,20 +236,26 @@ class ConverseService:
         self, turn_count: int, turn: Turn, window: Window, fold: Fold | None, since: datetime
     ) -> dict[str, Any]:
         fold = _fold_in_range(fold, since)
+        history = window.messages()
+        current = turn.as_message()
+        fragment = converse_fragment(history, current, fold.summary if fold else None)
+        if fragment.repairs:
+            self._telemetry.fragment_repaired(fragment.repairs)
         return {
             "decision": "model",
             "reason": None,
             "turnCount": turn_count,
-            "history": [t.as_message() for t in window.turns],
-            "current": turn.as_message(),
+            "history": history,
+            "current": current,
             "memory": memory_view(fold),
             "window": {
                 "kept": window.kept,
                 "dropped": window.dropped,
                 "trimmed": window.trimmed,
+                "repaired": len(fragment.repairs),
                 "estimatedTokens": window.estimated_tokens,
             },
-            "converse": converse_fragment(window.turns, turn, fold.summary if fold else None),
+            "converse": fragment.as_json(),
         }
 
     def _replay(

@@ -10,6 +10,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from adapters.conversation_store import format_instant
+from memory_core.repairs import Repair
 from memory_core.turns import TurnPosition
 from memory_core.window import Window
 
@@ -45,6 +46,19 @@ class PowertoolsTelemetry:
             },
         )
         self._metrics.add_metric("CoverageGaps", MetricUnit.Count, 1)
+
+    def fragment_repaired(self, repairs: list[Repair]) -> None:
+        # One line a repair, so that each one can be traced to its tool call.
+        for repair in repairs:
+            self._logger.warning(
+                "converse_fragment_repaired",
+                extra={
+                    "repair": repair.kind,
+                    "messageIndex": repair.message_index,
+                    "toolUseId": repair.tool_use_id,
+                },
+            )
+        self._metrics.add_metric("FragmentRepairs", MetricUnit.Count, len(repairs))
 
     def escalated(self, turn_count: int) -> None:
         self._logger.info("converse_escalated", extra={"turnCount": turn_count})

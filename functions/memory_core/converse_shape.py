@@ -3,15 +3,18 @@
 Converse wants the first message from `user`, roles that alternate and no empty
 text. The window already starts on a question; here consecutive same-role
 turns (an unanswered question followed by the current one, say) become one
-message of several blocks, in order.
+message of several blocks, in order, and the tool blocks are repaired so that
+every call is answered in the next message (`memory_core.repairs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from memory_core.turns import ContentBlock, Turn
+from memory_core.repairs import Repair, repair_tool_blocks
+from memory_core.turns import ContentBlock
 
 MEMORY_PREAMBLE = (
     "Summary of the earlier conversation with this contact "
@@ -20,17 +23,35 @@ MEMORY_PREAMBLE = (
 CACHE_POINT: dict[str, Any] = {"cachePoint": {"type": "default"}}
 
 
-def converse_messages(history: Iterable[Turn], current: Turn) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-    for turn in (*history, current):
-        blocks = [dict(block) for block in turn.content if not _is_empty_text(block)]
+@dataclass(frozen=True, slots=True)
+class ConverseFragment:
+    system: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    repairs: list[Repair]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"system": self.system, "messages": self.messages}
+
+
+def converse_messages(
+    history: Iterable[Mapping[str, Any]], current: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[Repair]]:
+    """History messages then the current one: merged by role, no empty text, tools repaired."""
+    return repair_tool_blocks(merged_by_role([*history, current]))
+
+
+def merged_by_role(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive messages of one role as one message of their blocks, in order; no empty text."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = [dict(block) for block in message["content"] if not _is_empty_text(block)]
         if not blocks:
             continue
-        if messages and messages[-1]["role"] == turn.role:
-            messages[-1]["content"].extend(blocks)
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1]["content"].extend(blocks)
         else:
-            messages.append({"role": turn.role, "content": blocks})
-    return messages
+            merged.append({"role": message["role"], "content": blocks})
+    return merged
 
 
 def converse_system(memory_summary: str | None) -> list[dict[str, Any]]:
@@ -41,12 +62,10 @@ def converse_system(memory_summary: str | None) -> list[dict[str, Any]]:
 
 
 def converse_fragment(
-    history: Iterable[Turn], current: Turn, memory_summary: str | None
-) -> dict[str, Any]:
-    return {
-        "system": converse_system(memory_summary),
-        "messages": converse_messages(history, current),
-    }
+    history: Iterable[Mapping[str, Any]], current: Mapping[str, Any], memory_summary: str | None
+) -> ConverseFragment:
+    messages, repairs = converse_messages(history, current)
+    return ConverseFragment(converse_system(memory_summary), messages, repairs)
 
 
 def _is_empty_text(block: ContentBlock) -> bool:

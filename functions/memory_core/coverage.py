@@ -24,24 +24,26 @@ def held_by_neither(
     since: datetime | None = None,
     before: TurnPosition | None = None,
 ) -> list[TurnPosition]:
-    """The candidates older than the window's oldest turn that the fold does not hold.
+    """The candidates the window left out that the fold does not hold.
 
-    `passed_over` are the candidates the window read and left out; older
-    candidates are below the watermark if the newest of these is, so only a
-    late turn can hide there: those are taken from `late` (the state's list),
-    from `since` on and older than `before` (the current message).
-    `window_oldest` is None for an empty window, `watermark` None when
-    compaction has not run yet.
+    `passed_over` are the candidates the window read and left out: older than
+    its oldest turn, or inside an exchange longer than the cap whose middle it
+    omits (SPEC 5.5.7). Older candidates are below the watermark if the
+    oldest of these is, so only a late turn can hide there: those are taken
+    from `late` (the state's list), from `since` on and older than anything
+    the window read (or than `before`, the current message, when it read
+    nothing). `window_oldest` is None for an empty window, `watermark` None
+    when compaction has not run yet.
     """
     read = [turn.position for turn in passed_over]
     missing = [
         position
         for position in read
-        if (window_oldest is None or position < window_oldest)
-        and (watermark is None or position > watermark or position in late)
+        if watermark is None or position > watermark or position in late
     ]
     if late:
-        horizon = min(read) if read else window_oldest or before
+        edges = read if window_oldest is None else [*read, window_oldest]
+        horizon = min(edges) if edges else before
         missing += [
             position
             for position in late

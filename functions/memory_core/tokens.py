@@ -35,12 +35,26 @@ def estimate_turn_tokens(turn: Turn) -> int:
 def estimate_content_tokens(content: Sequence[ContentBlock]) -> int:
     chars = 0
     for block in content:
-        # The common block, a text, without the generator; every other kind through it.
+        # The common block, a text, inline; every other kind through `block_chars`.
         if "text" in block:
             chars += len(block["text"])
         else:
-            chars += sum(len(text) for text in readable_texts((block,)))
+            chars += block_chars(block)
     return -(-chars // CHARS_PER_TOKEN)
+
+
+def block_chars(block: ContentBlock) -> int:
+    """The characters a block costs: a tool block its JSON text, as Converse carries it.
+
+    The id, the name and the keys are read by the model too, so a tool block
+    is counted whole (SPEC 5.5.8), the same way in the window, the trim and
+    the fold trigger. Images and documents carry no text and count nothing.
+    """
+    if "text" in block:
+        return len(block["text"])
+    if "toolUse" in block or "toolResult" in block:
+        return len(compact_json(block))
+    return 0
 
 
 def readable_texts(content: Sequence[ContentBlock]) -> Iterator[str]:

@@ -21,6 +21,8 @@ from memory_core.turns import ContentBlock, Turn
 
 TRIM_HEAD_TOKENS = 400
 TRIM_TAIL_TOKENS = 400
+TRIMMED_INPUT_KEY = "trimmedInput"
+"""A cut tool input's one key: its value reads like a trimmed text (docs/decisions.md)."""
 
 
 def omission_marker(omitted_tokens: int) -> str:
@@ -52,10 +54,11 @@ def trim_text(text: str, shape: TrimShape) -> str:
 def trim_turn(turn: Turn, shape: TrimShape) -> Turn:
     """The turn trimmed, or the very same object when nothing needed trimming.
 
-    The text the model reads (text blocks and tool-result contents, in order) is
-    treated as one string: its first `head` tokens and its last `tail` tokens
-    are kept, and each block that lost characters says how many tokens it lost.
-    A tool call's input is never cut: it must stay the JSON the model sent.
+    The text the model reads (text blocks, tool calls' inputs as JSON text and
+    tool results' contents, in order) is treated as one string: its first
+    `head` tokens and its last `tail` tokens are kept, and each block that lost
+    characters says how many tokens it lost. A tool call keeps its id and name;
+    a cut input becomes `{"trimmedInput": head + marker + tail}` (SPEC 5.5.8).
     """
     content = turn.content
     if len(content) == 1 and "text" in content[0]:
@@ -110,6 +113,8 @@ def _trimmable_texts(content: Sequence[ContentBlock]) -> list[str]:
     for block in content:
         if "text" in block:
             texts.append(block["text"])
+        elif "toolUse" in block:
+            texts.append(_input_text(block))
         elif "toolResult" in block:
             texts.extend(_item_text(item) for item in _result_items(block))
     return texts
@@ -118,6 +123,12 @@ def _trimmable_texts(content: Sequence[ContentBlock]) -> list[str]:
 def _trim_block(block: ContentBlock, cursor: _Cursor) -> ContentBlock:
     if "text" in block:
         return {**block, "text": cursor.take(block["text"])}
+    if "toolUse" in block:
+        text = _input_text(block)
+        kept = cursor.take(text)
+        if kept == text:
+            return block
+        return {**block, "toolUse": {**block["toolUse"], "input": {TRIMMED_INPUT_KEY: kept}}}
     if "toolResult" in block:
         items = [_trim_item(item, cursor) for item in _result_items(block)]
         return {**block, "toolResult": {**block["toolResult"], "content": items}}
@@ -131,6 +142,10 @@ def _trim_item(item: Mapping[str, Any], cursor: _Cursor) -> Mapping[str, Any]:
         return item
     # A cut JSON document is no longer JSON: the trimmed form travels as text.
     return {"text": kept}
+
+
+def _input_text(block: ContentBlock) -> str:
+    return compact_json(block["toolUse"].get("input", {}))
 
 
 def _result_items(block: ContentBlock) -> Sequence[Mapping[str, Any]]:

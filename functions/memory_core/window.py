@@ -1,25 +1,36 @@
 """The history window (SPEC 5.5): trim, floor, budget by whole exchanges, hard cap.
 
 The window reads the candidate turns newest first, lazily, and stops as soon as
-the next exchange cannot fit: it never reads more than `max_messages + 1`
-turns, so its cost follows the window, not the conversation.
+the next exchange cannot fit: it reads at most `max_messages + 1` turns, so
+its cost follows the window, not the conversation. The one exception is an
+exchange longer than the cap (SPEC 5.5.7): then it reads back to that
+exchange's question, which it must show.
 
 An exchange is a question (see `Turn.is_question`) with everything that follows
 it up to the next question: the replies, tool calls and tool results. The
 window is always a run of whole exchanges ending at the newest turn, except
 that the newest exchange may still be open. It always starts on a question,
 which is also what Bedrock Converse needs (a history that starts with an
-answer or a tool result is rejected).
+answer or a tool result is rejected). When no question can be reached within
+the cap, the window is the exchange's question, a visible count of the
+messages left out, and the newest messages of the exchange from an answer on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from memory_core.tokens import CHARS_PER_TOKEN, estimate_content_tokens
 from memory_core.trim import TrimShape, trim_turn
-from memory_core.turns import Turn, TurnPosition
+from memory_core.turns import ContentBlock, Turn, TurnPosition
+
+NO_QUESTION_MARKER = "… the question that opened this exchange is not in the history …"
+
+
+def exchange_omission_marker(omitted_messages: int) -> str:
+    return f"… {omitted_messages} messages of this exchange omitted …"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +42,54 @@ class WindowLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class ExchangeOmission:
+    """SPEC 5.5.7: the middle of an exchange longer than the cap, left out visibly."""
+
+    omitted: int
+    """The exchange's messages between its question and the newest ones kept."""
+    question_kept: bool
+    """False when the exchange's question is not a candidate (older than the history
+    range, or the conversation opened with the agent's messages)."""
+
+    def block(self) -> ContentBlock:
+        lines = [] if self.question_kept else [NO_QUESTION_MARKER]
+        if self.omitted or self.question_kept:
+            lines.append(exchange_omission_marker(self.omitted))
+        return {"text": "\n".join(lines)}
+
+
+@dataclass(frozen=True, slots=True)
 class Window:
     turns: tuple[Turn, ...]
     """The kept history, oldest first, trimmed where needed."""
     dropped: int
     trimmed: int
     estimated_tokens: int
+    """Of the history messages, the omission marker included."""
     passed_over: tuple[Turn, ...]
     """Turns the window read but did not keep, newest first (for the coverage check)."""
+    omission: ExchangeOmission | None = None
+    """Set when the window holds an exchange longer than the cap: `turns` then starts
+    with its question (when it is kept), and the newest of the exchange follow."""
 
     @property
     def kept(self) -> int:
         return len(self.turns)
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The history as Converse messages, oldest first, the omission marker in place.
+
+        The marker closes the question's message, or opens the history as a
+        `user` message of its own where the question is not kept.
+        """
+        messages = [turn.as_message() for turn in self.turns]
+        if self.omission is not None:
+            marker = self.omission.block()
+            if self.omission.question_kept:
+                messages[0]["content"].append(marker)
+            else:
+                messages.insert(0, {"role": "user", "content": [marker]})
+        return messages
 
     @property
     def oldest_position(self) -> TurnPosition | None:
@@ -69,6 +116,9 @@ def build_window(
     """
     read = _Read(newest_first, limits.trim)
     kept = _floor(read, limits)
+    if not kept and read.originals:
+        # No question within the cap: one exchange is longer than the cap.
+        return _long_exchange(read, limits, candidate_count)
     # Extending past turns the floor had to give up would leave a hole in the
     # history: only a floor that kept everything it read may grow.
     if kept and kept == len(read.originals):
@@ -152,6 +202,68 @@ def _extend_by_whole_exchanges(read: _Read, kept: int, limits: WindowLimits) -> 
             tokens += exchange_tokens
             exchange_tokens = 0
     return kept
+
+
+def _long_exchange(read: _Read, limits: WindowLimits, candidate_count: int | None) -> Window:
+    """SPEC 5.5.7: the exchange's question, a marker, then its newest messages from an answer.
+
+    Everything read so far belongs to the exchange; reading goes on back to its
+    question. The newest messages of the exchange are kept as the floor is
+    (`floor` of them even over the budget, the edge moved onto an `assistant`
+    message, outward if the cap allows, else inward), then grown message by
+    message while the cap (the question counted) and the budget (the question
+    and the marker counted) allow. An edge on an `assistant` message keeps
+    every toolResult with its toolUse.
+    """
+    question = _pull_to_question(read)
+    end = len(read.originals) if question is None else question
+    room = min(limits.max_messages - 1, end)
+    run = min(limits.floor_messages, room)
+    answers = [turn.role == "assistant" for turn in read.turns[:end]]
+    while run and not answers[run - 1] and run < room:
+        run += 1
+    floor_held = True
+    while run and not answers[run - 1]:
+        run -= 1
+        floor_held = False
+
+    def opening(run: int) -> list[ContentBlock]:
+        marker = ExchangeOmission(end - run, question is not None).block()
+        return [*read.turns[question].content, marker] if question is not None else [marker]
+
+    tokens = sum(read.tokens[:run])
+    if floor_held:
+        pending = 0
+        for index in range(run, room):
+            pending += read.tokens[index]
+            if tokens + pending + estimate_content_tokens(opening(index + 1)) > limits.max_tokens:
+                break
+            if answers[index]:
+                run, tokens, pending = index + 1, tokens + pending, 0
+    kept = list(range(run))
+    if question is not None:
+        kept.append(question)
+    originals, turns = read.originals, read.turns
+    total = max(len(originals), candidate_count or 0)
+    return Window(
+        turns=tuple(turns[n] for n in reversed(kept)),
+        dropped=total - len(kept),
+        trimmed=sum(1 for n in kept if turns[n] is not originals[n]),
+        estimated_tokens=tokens + estimate_content_tokens(opening(run)),
+        passed_over=tuple(originals[run:end]),
+        omission=ExchangeOmission(end - run, question is not None),
+    )
+
+
+def _pull_to_question(read: _Read) -> int | None:
+    """Read on to the nearest question; its index, or None when the candidates run out.
+
+    Nothing read so far is a question (the floor found none within the cap).
+    """
+    while read.pull():
+        if read.questions[-1]:
+            return len(read.questions) - 1
+    return None
 
 
 def _result(read: _Read, kept: int, candidate_count: int | None) -> Window:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -191,3 +192,16 @@ def api(make_api: Callable[..., Api]) -> Api:
 
 def minutes_ago(n: float) -> datetime:
     return datetime.now(UTC) - timedelta(minutes=n)
+
+
+@pytest.fixture
+def logs(api: Api) -> Iterator[io.StringIO]:
+    """The handler's log stream, captured (Powertools binds its stream at import)."""
+    stream = io.StringIO()
+    previous = api.handler.logger.registered_handler.setStream(stream)
+    yield stream
+    api.handler.logger.registered_handler.setStream(previous)
+
+
+def log_lines(captured: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in captured.splitlines() if line.startswith("{")]

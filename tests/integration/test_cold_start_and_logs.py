@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.integration.conftest import minutes_ago
+from tests.integration.conftest import log_lines, minutes_ago
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,23 +71,6 @@ def test_bad_rules_fail_the_cold_start_naming_the_tenant_and_field(tmp_path):
     result = import_handler(RULES_FILE=str(rules))
     assert result.returncode != 0
     assert "tenant 'acme', field historyDays" in result.stderr
-
-
-@pytest.fixture
-def logs(api):
-    """The handler's log stream, captured (Powertools binds its stream at import)."""
-    stream = io.StringIO()
-    previous = api.handler.logger.registered_handler.setStream(stream)
-    yield stream
-    api.handler.logger.registered_handler.setStream(previous)
-
-
-def log_lines(captured: str) -> list[dict[str, Any]]:
-    lines = []
-    for line in captured.splitlines():
-        if line.startswith("{"):
-            lines.append(json.loads(line))
-    return lines
 
 
 def test_a_bounded_window_is_logged_with_its_figures_and_no_message_text(api, logs, capsys):

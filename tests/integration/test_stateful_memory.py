@@ -148,6 +148,13 @@ def texts_of(message: dict[str, Any]) -> str:
     return text
 
 
+def blocks_of(message: dict[str, Any]) -> list[str]:
+    """A history message's text blocks: its turn's, and the exchange's marker after a question."""
+    blocks = message["content"]
+    assert all(set(block) == {"text"} for block in blocks), blocks
+    return [block["text"] for block in blocks]
+
+
 class MemoryMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -434,24 +441,25 @@ class MemoryMachine(RuleBasedStateMachine):
 
     def _check_window(self, answer: dict[str, Any], expected: ExpectedWindow, current: str) -> None:
         history = answer["history"]
-        texts = [texts_of(message) for message in history]
+        blocks = [blocks_of(message) for message in history]
         # Structure, read off the answer alone.
         assert len(history) <= LIMITS.window_messages
         if history:
-            assert history[0]["role"] == "user", "the window starts on a question"
-        assert answer["window"]["kept"] == len(history)
-        assert answer["window"]["estimatedTokens"] == sum(tokens(t) for t in texts)
-        # The window is exactly the reference's: the newest run of whole exchanges, in range.
-        assert [m["role"] for m in history] == [t.role for t in expected.turns]
-        assert texts == expected.texts
+            assert history[0]["role"] == "user", "the window starts on the contact's side"
+        assert answer["window"]["estimatedTokens"] == sum(tokens("".join(b)) for b in blocks)
+        # The window is exactly the reference's: the newest run of whole exchanges in range,
+        # or the long exchange's question, its marker and its newest part (SPEC 5.5.7).
+        assert [(m["role"], b) for m, b in zip(history, blocks, strict=True)] == expected.messages
+        assert answer["window"]["kept"] == len(expected.turns)
         assert answer["window"]["trimmed"] == expected.trimmed
         assert answer["window"]["estimatedTokens"] == expected.estimated_tokens
+        assert answer["window"]["repaired"] == 0
         # The Converse fragment: history then the current message, roles alternating.
         messages = answer["converse"]["messages"]
         assert messages[0]["role"] == "user"
         assert all(a["role"] != b["role"] for a, b in pairwise(messages))
         flat = [block["text"] for message in messages for block in message["content"]]
-        assert flat == [*texts, current]
+        assert flat == [*(text for b in blocks for text in b), current]
         assert bool(answer["converse"]["system"]) == (answer["memory"] is not None)
 
     def _check_memory(self, memory: dict[str, Any] | None, expected: RefFold | None) -> None:

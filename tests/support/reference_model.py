@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 MARKER = "… {} tokens omitted …"
+EXCHANGE_MARKER = "… {} messages of this exchange omitted …"
+NO_QUESTION_MARKER = "… the question that opened this exchange is not in the history …"
 TRIM_CONSTANT_TOKENS = 400
 Position = tuple[datetime, datetime, str]
 """`sentAt`, then the arrival (the service's clock when it was recorded), then the id."""
@@ -123,14 +125,26 @@ class ExpectedWindow:
     """Every turn the window may take: before the current message, in range, alive."""
     since: datetime
     limits: Limits
+    omitted: int | None = None
+    """SPEC 5.5.7, an exchange longer than the cap: the messages of it left out."""
+    question_kept: bool = True
+    """With `omitted`: the exchange's question is `turns[0]` (else it is no candidate)."""
 
     @property
-    def texts(self) -> list[str]:
-        return [self.limits.trim(t.text) for t in self.turns]
+    def messages(self) -> list[tuple[str, list[str]]]:
+        """The history messages as (role, their text blocks), the exchange's marker in place."""
+        messages = [(t.role, [self.limits.trim(t.text)]) for t in self.turns]
+        if self.omitted is not None:
+            marker = opening_marker(self.omitted, self.question_kept)
+            if self.question_kept:
+                messages[0][1].append(marker)
+            else:
+                messages.insert(0, ("user", [marker]))
+        return messages
 
     @property
     def estimated_tokens(self) -> int:
-        return sum(tokens(text) for text in self.texts)
+        return sum(tokens("".join(blocks)) for _, blocks in self.messages)
 
     @property
     def trimmed(self) -> int:
@@ -144,6 +158,13 @@ class ExpectedWindow:
             for t in self.candidates
             if t.id not in kept and (t.id in late or watermark is None or t.position > watermark)
         ]
+
+
+def opening_marker(omitted: int, question_kept: bool) -> str:
+    """SPEC 5.5.7's visible marker: after the question, or opening the history without one."""
+    if question_kept:
+        return EXCHANGE_MARKER.format(omitted)
+    return "\n".join([NO_QUESTION_MARKER, *([EXCHANGE_MARKER.format(omitted)] if omitted else [])])
 
 
 @dataclass(frozen=True)
@@ -265,6 +286,9 @@ class ReferenceConversation:
         """SPEC 5.5 over indexes: floor, edge onto a question within the cap, whole exchanges."""
         lim = self.limits
         n = len(candidates)
+        newest_cap = range(max(0, n - lim.window_messages), n)
+        if n and not any(candidates[i].is_question for i in newest_cap):
+            return self.long_exchange(candidates, since)
         start = n
         intact = True
         if n:
@@ -290,6 +314,46 @@ class ReferenceConversation:
                 used += cost
                 start = edge
         return ExpectedWindow(tuple(candidates[start:]), tuple(candidates), since, lim)
+
+    def long_exchange(self, candidates: list[RefTurn], since: datetime) -> ExpectedWindow:
+        """SPEC 5.5.7: no question within the cap. The question, a true count, the newest part.
+
+        The newest `r` candidates are kept, `r` at most the cap less the question's
+        place, starting on an answer: the floor's `r` moved outward (else inward)
+        onto an answer, then grown while the whole stays within the budget.
+        """
+        lim = self.limits
+        n = len(candidates)
+        questions = [i for i in range(n) if candidates[i].is_question]
+        question = candidates[questions[-1]] if questions else None
+        exchange = n - questions[-1] - 1 if questions else n
+        room = min(lim.window_messages - 1, exchange)
+
+        def starts_on_answer(r: int) -> bool:
+            return candidates[n - r].role == "assistant"
+
+        def cost(r: int) -> int:
+            run = sum(tokens(lim.trim(t.text)) for t in candidates[n - r :])
+            question_text = lim.trim(question.text) if question else ""
+            return run + tokens(question_text + opening_marker(exchange - r, bool(question)))
+
+        floor = min(lim.floor_messages, room)
+        outward = [r for r in range(max(floor, 1), room + 1) if starts_on_answer(r)]
+        inward = [r for r in range(1, floor) if starts_on_answer(r)]
+        if outward or floor == 0:
+            kept = outward[0] if outward else 0
+            for r in range(kept + 1, room + 1):
+                if cost(r) > lim.window_tokens:
+                    break
+                if starts_on_answer(r):
+                    kept = r
+        else:
+            kept = inward[-1] if inward else 0
+        run = tuple(candidates[n - kept :]) if kept else ()
+        turns = (question, *run) if question else run
+        return ExpectedWindow(
+            turns, tuple(candidates), since, lim, exchange - kept, question is not None
+        )
 
     def served(self, fold: RefFold | None, since: datetime) -> RefFold | None:
         """SPEC 5.6: the memory only if its newest covered turn is within historyDays."""

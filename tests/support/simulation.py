@@ -19,6 +19,7 @@ from compactor.service import Compaction, Compactor
 from adapters.conversation_store import ConversationKey
 from adapters.summariser import OfflineSummariser
 from converse_history.service import Caller, ConverseService, Incoming
+from memory_core.repairs import Repair
 from memory_core.rules import RulesDocument, parse_rules
 from memory_core.settings import Settings, load_settings
 from memory_core.tokens import estimate_turn_tokens
@@ -54,6 +55,7 @@ class CollectingQueue:
 class Observed:
     gaps: list[int] = field(default_factory=list)
     compactions: list[Compaction] = field(default_factory=list)
+    repairs: list[Repair] = field(default_factory=list)
 
     def window_built(self, window: Window) -> None:
         pass
@@ -63,6 +65,9 @@ class Observed:
 
     def coverage_gap(self, missing: list[TurnPosition]) -> None:
         self.gaps.append(len(missing))
+
+    def fragment_repaired(self, repairs: list[Repair]) -> None:
+        self.repairs.extend(repairs)
 
     def escalated(self, turn_count: int) -> None:
         pass

@@ -1,9 +1,12 @@
+from typing import Any
+
 from memory_core.converse_shape import (
     converse_fragment,
     converse_messages,
     converse_system,
     sdk_member_names,
 )
+from memory_core.turns import Turn
 from tests.unit.conversation_builders import (
     Clock,
     alternating,
@@ -15,11 +18,17 @@ from tests.unit.conversation_builders import (
 )
 
 
+def messages_of(history: list[Turn], current: Turn) -> list[dict[str, Any]]:
+    messages, repairs = converse_messages([t.as_message() for t in history], current.as_message())
+    assert repairs == []
+    return messages
+
+
 def test_history_then_current_alternate_starting_with_the_user():
     clock = Clock()
     history = alternating(clock, 4)
     current = turn(clock, "user", text("and now?"))
-    messages = converse_messages(history, current)
+    messages = messages_of(history, current)
     assert [m["role"] for m in messages] == ["user", "assistant"] * 2 + ["user"]
     assert messages[-1]["content"] == [{"text": "and now?"}]
 
@@ -28,7 +37,7 @@ def test_an_unanswered_question_and_the_current_one_merge_into_one_message_in_or
     clock = Clock()
     history = [*alternating(clock, 2), turn(clock, "user", text("hello?"))]
     current = turn(clock, "user", text("anyone?"))
-    messages = converse_messages(history, current)
+    messages = messages_of(history, current)
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[-1]["content"] == [{"text": "hello?"}, {"text": "anyone?"}]
 
@@ -40,7 +49,7 @@ def test_consecutive_answers_merge_too():
         turn(clock, "assistant", text("a human agent took over")),
         turn(clock, "assistant", text("here is the answer")),
     ]
-    messages = converse_messages(history, turn(clock, "user", text("thanks")))
+    messages = messages_of(history, turn(clock, "user", text("thanks")))
     assert messages[1] == {
         "role": "assistant",
         "content": [{"text": "a human agent took over"}, {"text": "here is the answer"}],
@@ -50,15 +59,13 @@ def test_consecutive_answers_merge_too():
 def test_an_empty_history_gives_the_current_message_alone():
     clock = Clock()
     current = turn(clock, "user", text("first message"))
-    assert converse_messages([], current) == [
-        {"role": "user", "content": [{"text": "first message"}]}
-    ]
+    assert messages_of([], current) == [{"role": "user", "content": [{"text": "first message"}]}]
 
 
 def test_empty_text_blocks_are_left_out():
     clock = Clock()
     history = [turn(clock, "user", text("q"), text("  ")), turn(clock, "assistant", text(""))]
-    messages = converse_messages(history, turn(clock, "user", text("next")))
+    messages = messages_of(history, turn(clock, "user", text("next")))
     assert messages == [{"role": "user", "content": [{"text": "q"}, {"text": "next"}]}]
 
 
@@ -70,7 +77,7 @@ def test_tool_blocks_keep_their_order_and_pairing():
         turn(clock, "user", tool_result("c1", "found")),
         turn(clock, "assistant", text("it says x")),
     ]
-    messages = converse_messages(history, turn(clock, "user", text("ok")))
+    messages = messages_of(history, turn(clock, "user", text("ok")))
     assert messages[1]["content"][1]["toolUse"]["toolUseId"] == "c1"
     assert messages[2]["content"][0]["toolResult"]["toolUseId"] == "c1"
 
@@ -95,8 +102,8 @@ def test_the_current_message_is_never_trimmed_even_at_40000_characters():
     assert len(pasted) >= 40_000
     window = window_of(history)
     assert window.trimmed == window.kept
-    fragment = converse_fragment(window.turns, current, None)
-    assert fragment["messages"][-1]["content"][-1] == {"text": pasted}
+    fragment = converse_fragment(window.messages(), current.as_message(), None)
+    assert fragment.messages[-1]["content"][-1] == {"text": pasted}
     assert all(current.id != t.id for t in window.turns)
 
 

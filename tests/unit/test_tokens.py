@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from memory_core.tokens import estimate_content_tokens, estimate_tokens, estimate_turn_tokens
@@ -22,13 +24,29 @@ def test_a_message_is_estimated_over_all_its_text_at_once():
     assert estimate_content_tokens([text("ab"), text("cd")]) == 1
 
 
-def test_tool_calls_and_tool_results_count_like_text():
+def test_a_tool_block_is_estimated_as_its_json_text():
     call = tool_use("t1", name="search", query="clause 7")
-    assert estimate_content_tokens([call]) == estimate_tokens('search{"query":"clause 7"}')
+    call_json = '{"toolUse":{"toolUseId":"t1","name":"search","input":{"query":"clause 7"}}}'
+    assert estimate_content_tokens([call]) == estimate_tokens(call_json)
     result = tool_result("t1", "y" * 40)
-    assert estimate_content_tokens([result]) == 10
+    result_json = '{"toolResult":{"toolUseId":"t1","content":[{"text":"' + "y" * 40 + '"}]}}'
+    assert estimate_content_tokens([result]) == estimate_tokens(result_json)
     as_json = {"toolResult": {"toolUseId": "t1", "content": [{"json": {"a": 1}}]}}
-    assert estimate_content_tokens([as_json]) == estimate_tokens('{"a":1}')
+    assert estimate_content_tokens([as_json]) == estimate_tokens(
+        '{"toolResult":{"toolUseId":"t1","content":[{"json":{"a":1}}]}}'
+    )
+
+
+def test_a_tool_block_counts_non_latin_text_by_code_points_not_escapes():
+    result = tool_result("t1", "条" * 400)
+    overhead = len('{"toolResult":{"toolUseId":"t1","content":[{"text":""}]}}')
+    assert estimate_content_tokens([result]) == estimate_tokens("x" * (400 + overhead))
+
+
+def test_text_and_tool_blocks_of_one_message_are_estimated_together():
+    call = tool_use("t1", q="x")
+    together = estimate_content_tokens([text("ab"), call])
+    assert together == estimate_tokens("ab" + json.dumps(call, separators=(",", ":")))
 
 
 def test_an_image_carries_no_text_and_counts_nothing():

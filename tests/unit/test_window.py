@@ -98,15 +98,6 @@ def test_where_landing_on_a_question_would_break_the_cap_the_unfinished_exchange
     assert ids(window.turns) == ids(history[-9:])
 
 
-def test_one_exchange_longer_than_the_cap_cannot_be_shown_at_all():
-    limits = default_limits(HISTORY_WINDOW_MAX_MESSAGES="10", HISTORY_WINDOW_FLOOR_MESSAGES="4")
-    clock = Clock()
-    question = turn(clock, "user", text("run the checks"))
-    steps = [turn(clock, "assistant", text(f"step {n}")) for n in range(12)]
-    window = window_of([question, *steps], limits)
-    assert window.kept == 0
-
-
 def test_a_history_that_begins_with_answers_never_starts_on_one():
     clock = Clock()
     greeting = turn(clock, "assistant", text("Hello! How can I help?"))
