@@ -9,6 +9,7 @@ Bedrock's rules.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -262,3 +263,14 @@ def test_every_answer_to_a_random_tool_conversation_is_valid_for_converse(api, c
             record(api, message.body(), at)
     final = ask(api, [{"text": "one more thing"}])
     assert final["converse"]["messages"][-1]["content"][-1] == {"text": "one more thing"}
+
+
+def test_the_fold_trigger_counts_a_tool_call_as_its_json_text(api):
+    at = minutes_ago(10)
+    ask(api, [{"text": "abcd"}], at)
+    block = call("draft:1", body="d" * 8_000)
+    record(api, {"role": "assistant", "content": [block]}, at + timedelta(seconds=1))
+    status, memory = api.request("GET", path("memory"))
+    assert status == 200
+    as_json = json.dumps(block, separators=(",", ":"))
+    assert memory["counters"]["unfoldedTokens"] == 1 + -(-len(as_json) // 4)

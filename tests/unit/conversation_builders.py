@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -68,3 +68,16 @@ def window_of(history_oldest_first: Sequence[Turn], limits: WindowLimits | None 
 
 def ids(turns: Iterable[Turn]) -> list[str]:
     return [t.id for t in turns]
+
+
+class CountingReader:
+    """The candidates newest first, as a store hands them, counting what the window pulls."""
+
+    def __init__(self, oldest_first: Sequence[Turn]) -> None:
+        self.pulled = 0
+        self._turns = oldest_first
+
+    def __iter__(self) -> Iterator[Turn]:
+        for candidate in reversed(self._turns):
+            self.pulled += 1
+            yield candidate

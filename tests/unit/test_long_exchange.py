@@ -1,6 +1,5 @@
 """SPEC 5.5.7: an exchange longer than the cap shows its question, a count, its newest part."""
 
-from collections.abc import Iterator
 from typing import Any
 
 from memory_core.converse_shape import converse_fragment
@@ -10,6 +9,7 @@ from memory_core.window import NO_QUESTION_MARKER, build_window, exchange_omissi
 from tests.support.converse_validator import assert_valid_for_converse
 from tests.unit.conversation_builders import (
     Clock,
+    CountingReader,
     chars,
     default_limits,
     ids,
@@ -113,16 +113,11 @@ def test_the_window_reads_back_to_a_question_far_beyond_the_cap_and_no_further()
     clock = Clock()
     older = [turn(clock, "user", text("an older question")), turn(clock, "assistant", text("ok"))]
     history = [*older, *tool_loop(clock, 60)]
-    pulled = 0
-
-    def source() -> Iterator[Turn]:
-        nonlocal pulled
-        for candidate in reversed(history):
-            pulled += 1
-            yield candidate
-
-    window = build_window(source(), default_limits())
-    assert pulled == 122  # the 121 turns of the exchange after its question, and the question
+    reader = CountingReader(history)
+    window = build_window(reader, default_limits())
+    assert (
+        reader.pulled == 122
+    )  # the 121 turns of the exchange after its question, and the question
     assert window.turns[0].id == history[2].id
     assert window.omission is not None
     assert window.omission.omitted == 121 - 23

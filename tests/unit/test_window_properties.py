@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from tests.support.tool_conversations import (
     pending_calls,
     tool_conversations,
 )
-from tests.unit.conversation_builders import T0
+from tests.unit.conversation_builders import T0, CountingReader
 
 PROPERTY = settings(max_examples=150, deadline=None)
 
@@ -218,20 +218,13 @@ def test_the_reported_figures_are_those_of_the_history_messages(history, lim):
 @given(histories(), limits())
 @PROPERTY
 def test_the_window_reads_the_cap_and_one_or_back_to_the_long_exchanges_question(history, lim):
-    pulled = 0
-
-    def source() -> Iterator[Turn]:
-        nonlocal pulled
-        for candidate in reversed(history):
-            pulled += 1
-            yield candidate
-
-    lazy = build_window(source(), lim)
+    reader = CountingReader(history)
+    lazy = build_window(reader, lim)
     shape = expected_shape(history[::-1], lim)
     if shape.long_exchange:
-        assert pulled == (len(history) if shape.question is None else shape.question + 1)
+        assert reader.pulled == (len(history) if shape.question is None else shape.question + 1)
     else:
-        assert pulled <= lim.max_messages + 1
+        assert reader.pulled <= lim.max_messages + 1
     assert [t.id for t in lazy.turns] == [t.id for t in run(history, lim).turns]
 
 
