@@ -78,6 +78,7 @@ bench: install
 RELIABILITY_TESTS := tests/integration/test_faults.py tests/integration/test_parallel_writers.py \
 	tests/integration/test_misconfiguration.py tests/integration/test_input_limits.py \
 	tests/integration/test_stateful_memory.py tests/integration/test_late_turns.py \
+	tests/integration/test_tool_conversations.py tests/e2e/test_tool_conversations.py \
 	tests/e2e/test_fuzz_api.py
 reliability-report: install
 	$(BIN)/pytest -p no:cacheprovider $(RELIABILITY_TESTS)

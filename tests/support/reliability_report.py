@@ -58,6 +58,13 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "parallel converse, replies, compactors and duplicate deliveries on one conversation",
         "exact turn counts, each turn stored once, one fold per version",
     ),
+    "Tool conversations": (
+        "random tool-heavy conversations recorded through the API: parallel calls, text "
+        "before and after tool blocks, missing results, results for unknown ids, repeats, "
+        "long loops, oversized inputs and results, turns outside the history range",
+        "every converse answer is accepted by botocore's Converse model and Bedrock's "
+        "conversation rules; the history is never empty and never over the cap",
+    ),
     "Stateful model": (
         "random converse, reply, retry, compaction and clock-jump sequences, late and "
         "same-instant turns included, against a reference model of the spec",

@@ -35,7 +35,8 @@ from tests.support.tool_conversations import (
 )
 from tests.unit.conversation_builders import T0, CountingReader
 
-PROPERTY = settings(max_examples=150, deadline=None)
+# More examples than the profile's default: the shapes are many (the deep profile, more).
+PROPERTY = settings(max_examples=max(150, settings().max_examples))
 
 
 @st.composite
