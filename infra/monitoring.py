@@ -104,6 +104,8 @@ class Monitoring(Construct):
                     history_metric("HistoryMessagesDropped"),
                     history_metric("HistoryMessagesTrimmed"),
                 ],
+                # Tool calls the agent left unanswered, results answering nothing.
+                right=[history_metric("FragmentRepairs")],
             ),
             cloudwatch.GraphWidget(
                 title="History window: tokens",

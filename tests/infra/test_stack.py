@@ -301,6 +301,7 @@ def test_the_dashboard_shows_the_memorys_figures(resources):
         "HistoryMessagesKept",
         "HistoryMessagesDropped",
         "HistoryMessagesTrimmed",
+        "FragmentRepairs",
         "WindowTokens",
         "Escalations",
         "CompactionsEnqueued",
