@@ -67,7 +67,11 @@ def test_a_13_pair_tool_loop_keeps_its_question_and_a_valid_fragment(shared_runn
 @given(tool_conversations(max_exchanges=4))
 @settings(
     max_examples=settings().max_examples // 12,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 def test_every_answer_over_http_is_valid_for_converse(shared_runner: Runner, conversation):
     contact = _contact()

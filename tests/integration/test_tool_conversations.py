@@ -245,7 +245,11 @@ def recorded_conversations(draw: st.DrawFn) -> list[Recorded]:
 @given(recorded_conversations())
 @settings(
     max_examples=settings().max_examples // 4,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 def test_every_answer_to_a_random_tool_conversation_is_valid_for_converse(api, conversation):
     # A fresh table each time: the emulator copies the table on every transaction.
