@@ -53,8 +53,8 @@ def repair_tool_blocks(messages: Sequence[Message]) -> tuple[list[Message], list
     for message in messages:
         if message["role"] == "assistant":
             if repaired and repaired[-1]["role"] == "assistant":
-                repaired[-1] = {**repaired[-1], "content": [*repaired[-1]["content"]]}
-                repaired[-1]["content"].extend(message["content"])
+                previous = repaired[-1]
+                repaired[-1] = {**previous, "content": [*previous["content"], *message["content"]]}
             else:
                 repaired.append(message)
             continue
