@@ -33,6 +33,10 @@ def estimate_turn_tokens(turn: Turn) -> int:
 
 
 def estimate_content_tokens(content: Sequence[ContentBlock]) -> int:
+    return -(-block_chars_of(content) // CHARS_PER_TOKEN)
+
+
+def block_chars_of(content: Sequence[ContentBlock]) -> int:
     chars = 0
     for block in content:
         # The common block, a text, inline; every other kind through `block_chars`.
@@ -40,7 +44,7 @@ def estimate_content_tokens(content: Sequence[ContentBlock]) -> int:
             chars += len(block["text"])
         else:
             chars += block_chars(block)
-    return -(-chars // CHARS_PER_TOKEN)
+    return chars
 
 
 def block_chars(block: ContentBlock) -> int:

@@ -22,7 +22,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from memory_core.tokens import CHARS_PER_TOKEN, estimate_content_tokens
+from memory_core.tokens import (
+    CHARS_PER_TOKEN,
+    block_chars,
+    block_chars_of,
+    chars_to_tokens,
+    estimate_content_tokens,
+)
 from memory_core.trim import TrimShape, trim_turn
 from memory_core.turns import ContentBlock, Turn, TurnPosition
 
@@ -227,31 +233,31 @@ def _long_exchange(read: _Read, limits: WindowLimits, candidate_count: int | Non
         run -= 1
         floor_held = False
 
-    def opening(run: int) -> list[ContentBlock]:
-        marker = ExchangeOmission(end - run, question is not None).block()
-        return [*read.turns[question].content, marker] if question is not None else [marker]
+    def omission(run: int) -> ExchangeOmission:
+        return ExchangeOmission(end - run, question is not None)
+
+    # The question's message carries the marker: it is estimated with it, at once.
+    question_chars = 0 if question is None else block_chars_of(read.turns[question].content)
+
+    def opening_tokens(run: int) -> int:
+        return chars_to_tokens(question_chars + block_chars(omission(run).block()))
 
     tokens = sum(read.tokens[:run])
     if floor_held:
         pending = 0
         for index in range(run, room):
             pending += read.tokens[index]
-            if tokens + pending + estimate_content_tokens(opening(index + 1)) > limits.max_tokens:
+            if tokens + pending + opening_tokens(index + 1) > limits.max_tokens:
                 break
             if answers[index]:
                 run, tokens, pending = index + 1, tokens + pending, 0
-    kept = list(range(run))
-    if question is not None:
-        kept.append(question)
-    originals, turns = read.originals, read.turns
-    total = max(len(originals), candidate_count or 0)
-    return Window(
-        turns=tuple(turns[n] for n in reversed(kept)),
-        dropped=total - len(kept),
-        trimmed=sum(1 for n in kept if turns[n] is not originals[n]),
-        estimated_tokens=tokens + estimate_content_tokens(opening(run)),
-        passed_over=tuple(originals[run:end]),
-        omission=ExchangeOmission(end - run, question is not None),
+    return _result(
+        read,
+        run,
+        candidate_count,
+        question=question,
+        omission=omission(run),
+        opening_tokens=opening_tokens(run),
     )
 
 
@@ -266,15 +272,35 @@ def _pull_to_question(read: _Read) -> int | None:
     return None
 
 
-def _result(read: _Read, kept: int, candidate_count: int | None) -> Window:
+def _result(
+    read: _Read,
+    kept: int,
+    candidate_count: int | None,
+    *,
+    question: int | None = None,
+    omission: ExchangeOmission | None = None,
+    opening_tokens: int = 0,
+) -> Window:
+    """The window of the newest `kept` turns read, and (SPEC 5.5.7) the long exchange's question.
+
+    `opening_tokens` is the estimate of the message the marker goes into
+    (the question's, or its own), which `read.tokens` does not hold.
+    """
     originals, turns = read.originals, read.turns
     window = turns[:kept]
     window.reverse()
+    passed_over = originals[kept:]
+    if question is not None:
+        # The question is the last turn read: everything between is the omitted middle.
+        window.insert(0, turns[question])
+        passed_over = originals[kept:question]
+    kept_indexes = range(kept) if question is None else [*range(kept), question]
     total = max(len(originals), candidate_count or 0)
     return Window(
         turns=tuple(window),
-        dropped=total - kept,
-        trimmed=sum(1 for n in range(kept) if turns[n] is not originals[n]),
-        estimated_tokens=sum(read.tokens[:kept]),
-        passed_over=tuple(originals[kept:]),
+        dropped=total - len(window),
+        trimmed=sum(1 for n in kept_indexes if turns[n] is not originals[n]),
+        estimated_tokens=sum(read.tokens[:kept]) + opening_tokens,
+        passed_over=tuple(passed_over),
+        omission=omission,
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.e2e.runner_process import Runner
 from tests.support.converse_validator import assert_valid_for_converse
 from tests.support.reliability import tally
-from tests.support.tool_conversations import tool_conversations
+from tests.support.tool_conversations import through_the_api, tool_conversations
 
 QUESTION = "What changed in clause 7 since March?"
 
@@ -22,6 +22,11 @@ def _contact() -> str:
 def _send(runner: Runner, contact: str, route: str, body: dict[str, Any]) -> tuple[int, Any]:
     status, _, answer = runner.request("POST", f"/v1/tenants/demo/contacts/{contact}/{route}", body)
     return status, answer
+
+
+def _recorded(runner: Runner, contact: str, body: dict[str, Any]) -> None:
+    status, answer = _send(runner, contact, "turns", body)
+    assert status == 201, answer
 
 
 def _checked(status: int, answer: Any) -> Any:
@@ -36,26 +41,10 @@ def test_a_13_pair_tool_loop_keeps_its_question_and_a_valid_fragment(shared_runn
     _checked(*_send(shared_runner, contact, "converse", {"message": {"text": QUESTION}}))
     for n in range(13):
         call = {"toolUseId": f"functions.lookup:{n}", "name": "lookup", "input": {"clause": 7}}
-        assert (
-            _send(
-                shared_runner,
-                contact,
-                "turns",
-                {"role": "assistant", "content": [{"toolUse": call}]},
-            )[0]
-            == 201
-        )
+        _recorded(shared_runner, contact, {"role": "assistant", "content": [{"toolUse": call}]})
         result = {"toolUseId": f"functions.lookup:{n}", "content": [{"json": {"version": n}}]}
-        assert (
-            _send(
-                shared_runner,
-                contact,
-                "turns",
-                {"role": "user", "content": [{"toolResult": result}]},
-            )[0]
-            == 201
-        )
-    _send(shared_runner, contact, "turns", {"role": "assistant", "text": "It changed twice."})
+        _recorded(shared_runner, contact, {"role": "user", "content": [{"toolResult": result}]})
+    _recorded(shared_runner, contact, {"role": "assistant", "text": "It changed twice."})
     answer = _checked(*_send(shared_runner, contact, "converse", {"message": {"text": "Thanks"}}))
     assert answer["history"][0]["content"] == [
         {"text": QUESTION},
@@ -65,14 +54,7 @@ def test_a_13_pair_tool_loop_keeps_its_question_and_a_valid_fragment(shared_runn
 
 
 @given(tool_conversations(max_exchanges=4))
-@settings(
-    max_examples=settings().max_examples // 12,
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@through_the_api(share=12)
 def test_every_answer_over_http_is_valid_for_converse(shared_runner: Runner, conversation):
     contact = _contact()
     for message in conversation:

@@ -13,7 +13,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from converse_history.api_models import ConverseResponse
@@ -24,7 +24,7 @@ from memory_core.trim import TRIMMED_INPUT_KEY
 from tests.integration.conftest import TABLE, Api, iso, log_lines, minutes_ago
 from tests.support.converse_validator import assert_valid_for_converse
 from tests.support.reliability import tally
-from tests.support.tool_conversations import Recorded, tool_conversations
+from tests.support.tool_conversations import Recorded, through_the_api, tool_conversations
 
 TENANT = "roomy"
 QUESTION = "What changed in clause 7 since March?"
@@ -243,14 +243,7 @@ def recorded_conversations(draw: st.DrawFn) -> list[Recorded]:
 
 
 @given(recorded_conversations())
-@settings(
-    max_examples=settings().max_examples // 4,
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@through_the_api(share=4)
 def test_every_answer_to_a_random_tool_conversation_is_valid_for_converse(api, conversation):
     # A fresh table each time: the emulator copies the table on every transaction.
     api.dynamodb.delete_table(TableName=TABLE)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from memory_core.turns import Role, Turn
@@ -29,6 +30,19 @@ SIZES = st.one_of(
 )
 ID_FORMS = ("tooluse_{}", "call:{}", "functions.get_weather:{}", "t-{}", "{}")
 LETTERS = ("a", "z", "条", "é", "😀", " a")
+
+
+def through_the_api(share: int) -> settings:
+    """Settings for a property that records each draw through the API: `1/share` of the
+    profile's examples (each costs many requests), the fixture reused across examples."""
+    return settings(
+        max_examples=max(1, settings().max_examples // share),
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+        ],
+    )
 
 
 @dataclass(frozen=True)
