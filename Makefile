@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Defined before `test`, whose prerequisites are expanded as the rule is read.
+NODE_MODULES := node_modules/.installed
 
 # jsii (behind aws-cdk-lib) prints a Node 20 end-of-life banner on every import.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -45,7 +47,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint
+test: lint $(NODE_MODULES)
 	$(BIN)/pytest
 
 # The schemathesis run of tests/e2e/test_fuzz_api.py (a runner of its own, every route,
@@ -58,12 +60,15 @@ test-fuzz: install
 	FUZZ_MAX_EXAMPLES=$(FUZZ_MAX_EXAMPLES) FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/pytest -p no:cacheprovider -s tests/e2e/test_fuzz_api.py
 
-# The CDK CLI, pinned in package.json/package-lock.json and installed into the repo.
+# The Node tooling pinned in package.json/package-lock.json, installed into the repo: the
+# CDK CLI, and aws-local-stepfunctions, which the workflow tests run definitions with.
 CDK := node_modules/.bin/cdk
 
-$(CDK): package.json package-lock.json
+$(NODE_MODULES): package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
+
+$(CDK): $(NODE_MODULES)
 
 SYNTH_OUTDIR ?= cdk.out
 SYNTH_ARGS ?=

@@ -3,9 +3,15 @@
 IAM authorisation tells the Lambda who called (`requestContext.identity`); the
 Lambda maps that principal to the tenants it may act for, from the rules'
 `callers` (SPEC 8), so a caller of tenant A asking for tenant B gets 403.
+
+What API Gateway refuses itself, before the Lambda runs (a denied or unsigned
+call, a body the validator rejects, throttling, a timeout), is answered in the
+same `{"error": {"code", "message"}}` shape as the Lambda's refusals.
 """
 
 from __future__ import annotations
+
+import json
 
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_lambda as lambda_
@@ -27,6 +33,68 @@ MESSAGE_SCHEMA = apigateway.JsonSchema(
         "sentAt": apigateway.JsonSchema(type=apigateway.JsonSchemaType.STRING, max_length=40),
     },
 )
+
+
+# Gateway response templates get plain `$context` substitution, not VTL.
+# `messageString` is the gateway's message already quoted as a JSON string, so
+# a message holding quotes or backslashes still leaves the body valid JSON.
+GATEWAY_MESSAGE = "$context.error.messageString"
+
+
+def error_template(code: str, message: str = GATEWAY_MESSAGE) -> str:
+    """The API's error body for a gateway response; `message` is a JSON value."""
+    return '{"error": {"code": ' + json.dumps(code) + ', "message": ' + message + "}}"
+
+
+# The refusals API Gateway makes itself, each with the code the Lambda uses for the
+# same meaning. The status is left to the type's own (403, 400, 429, ...): setting
+# one on DEFAULT_4XX/5XX would rewrite every type that falls back on them.
+GATEWAY_RESPONSES: dict[str, tuple[apigateway.ResponseType, str, str]] = {
+    # Any other 4xx (API keys, quotas, WAF: none configured here); the status says which.
+    # REQUEST_TOO_LARGE (413) is not here: API Gateway does not apply its customisation.
+    "Default4xx": (apigateway.ResponseType.DEFAULT_4_XX, "request_refused", GATEWAY_MESSAGE),
+    # The Lambda's 500 means the same: not the caller's fault, retry the same message id.
+    "Default5xx": (apigateway.ResponseType.DEFAULT_5_XX, "internal_error", GATEWAY_MESSAGE),
+    # IAM denied the signed principal this route.
+    "AccessDenied": (apigateway.ResponseType.ACCESS_DENIED, "forbidden", GATEWAY_MESSAGE),
+    # The signature or its credentials are bad: who called is unknown, so not `forbidden`.
+    "InvalidSignature": (
+        apigateway.ResponseType.INVALID_SIGNATURE,
+        "unauthenticated",
+        GATEWAY_MESSAGE,
+    ),
+    "ExpiredToken": (apigateway.ResponseType.EXPIRED_TOKEN, "unauthenticated", GATEWAY_MESSAGE),
+    # API Gateway answers an unsigned call and an unknown method or path alike, with
+    # "Missing Authentication Token": the message says both, as the gateway cannot tell.
+    "MissingAuthenticationToken": (
+        apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
+        "unsigned_or_unknown_route",
+        json.dumps("the request is not signed with SigV4, or no route matches its method and path"),
+    ),
+    "BadRequestBody": (
+        apigateway.ResponseType.BAD_REQUEST_BODY,
+        "invalid_request",
+        GATEWAY_MESSAGE,
+    ),
+    "BadRequestParameters": (
+        apigateway.ResponseType.BAD_REQUEST_PARAMETERS,
+        "invalid_request",
+        GATEWAY_MESSAGE,
+    ),
+    "ResourceNotFound": (apigateway.ResponseType.RESOURCE_NOT_FOUND, "not_found", GATEWAY_MESSAGE),
+    "UnsupportedMediaType": (
+        apigateway.ResponseType.UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        GATEWAY_MESSAGE,
+    ),
+    # The stage's throttle: like the Lambda's 429, nothing was recorded. No Retry-After:
+    # the token bucket refills continuously, and one fixed value would have every
+    # throttled caller retry at the same moment; callers back off with jitter instead.
+    "Throttled": (apigateway.ResponseType.THROTTLED, "rate_limited", GATEWAY_MESSAGE),
+    # 504 after the gateway's 29 s: the turn may have been recorded, so its own code;
+    # a retry with the same message id is answered the same, never stored twice.
+    "IntegrationTimeout": (apigateway.ResponseType.INTEGRATION_TIMEOUT, "timeout", GATEWAY_MESSAGE),
+}
 
 
 class Api(Construct):
@@ -70,6 +138,13 @@ class Api(Construct):
                 throttling_burst_limit=config.api_burst_limit,
             ),
         )
+        for name, (response_type, code, message) in GATEWAY_RESPONSES.items():
+            self.rest_api.add_gateway_response(
+                name,
+                type=response_type,
+                response_headers={"Content-Type": "'application/json'"},
+                templates={"application/json": error_template(code, message)},
+            )
         integration = apigateway.LambdaIntegration(handler)
         validator = self.rest_api.add_request_validator(
             "Validator", validate_request_body=True, validate_request_parameters=True

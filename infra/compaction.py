@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -12,6 +12,7 @@ from constructs import Construct
 
 from adapters.compaction_queue import DLQ_MAX_RECEIVES
 from infra.config import DeploymentConfig
+from infra.model_access import ModelGrant, model_grant
 from infra.service_function import COMPACTOR_SERVICE, ServiceFunction
 
 COMPACTOR_TIMEOUT = Duration.seconds(60)
@@ -79,13 +80,12 @@ class Compaction(Construct):
                 resources=[table.table_arn],
             )
         )
+        # The model, or the profile and the models it routes to (see infra/model_access.py).
+        self.model_grant: ModelGrant | None = None
         if config.summariser == "bedrock":
-            self.compactor.role.add_to_policy(
-                iam.PolicyStatement(
-                    actions=["bedrock:InvokeModel"],
-                    resources=[foundation_model_arn(self, config.bedrock_model_id)],
-                )
-            )
+            self.model_grant = model_grant(self, config.bedrock_model_id)
+            for statement in self.model_grant.statements():
+                self.compactor.role.add_to_policy(statement)
         self.compactor.function.add_event_source(
             sources.SqsEventSource(
                 self.queue,
@@ -95,8 +95,3 @@ class Compaction(Construct):
                 report_batch_item_failures=True,
             )
         )
-
-
-def foundation_model_arn(scope: Construct, model_id: str) -> str:
-    stack = Stack.of(scope)
-    return f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{model_id}"

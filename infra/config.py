@@ -19,6 +19,7 @@ from aws_cdk import RemovalPolicy
 from constructs import Node
 
 from infra.log_retention import RETENTION_DAYS
+from infra.model_access import parse_model_id
 from memory_core.rules import parse_rules
 from memory_core.settings import FIELDS, Settings, load_settings
 
@@ -74,6 +75,9 @@ def load_config(node: Node, environ: Mapping[str, str]) -> DeploymentConfig:
     summariser = value("summariser", "bedrock")
     if summariser not in ("bedrock", "offline"):
         raise ValueError(f"context summariser must be 'bedrock' or 'offline', not {summariser!r}")
+    bedrock_model_id = value("bedrockModelId", DEFAULT_MODEL_ID) or ""
+    # A malformed id would otherwise surface at the first model call, as AccessDenied.
+    parse_model_id(bedrock_model_id)
     log_retention_days = int(value("logRetentionDays", "30") or 30)
     if log_retention_days not in RETENTION_CHOICES:
         raise ValueError(
@@ -84,7 +88,7 @@ def load_config(node: Node, environ: Mapping[str, str]) -> DeploymentConfig:
         settings=settings,
         stage=stage,  # type: ignore[arg-type]
         summariser=summariser,  # type: ignore[arg-type]
-        bedrock_model_id=value("bedrockModelId", DEFAULT_MODEL_ID) or DEFAULT_MODEL_ID,
+        bedrock_model_id=bedrock_model_id,
         rules_document=rules_document,
         log_retention_days=log_retention_days,
         api_rate_limit=int(value("apiRateLimit", "50") or 50),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import DeploymentConfig
@@ -35,9 +37,14 @@ class Monitoring(Construct):
         history: lambda_.IFunction,
         compactor: lambda_.IFunction,
         dead_letters: sqs.IQueue,
+        api: apigateway.RestApi,
+        state_machine: sfn.IStateMachine,
     ) -> None:
         super().__init__(scope, construct_id)
         five_minutes = Duration.minutes(5)
+        # The deployed stage's figures (ApiName and Stage): the API's name alone is
+        # shared by every deployment of this stack in the account and region.
+        stage = api.deployment_stage
 
         def alarm(
             name: str,
@@ -72,8 +79,25 @@ class Monitoring(Construct):
             ),
             alarm(
                 "ConverseErrors",
-                "The converse-history Lambda failed (a 5xx)",
+                "The converse-history Lambda failed (crashed or timed out)",
                 history.metric_errors(period=five_minutes),
+            ),
+            # A fault the Lambda catches is answered 500 and counts as no Lambda error,
+            # nor do the gateway's own 5xx (a timeout, an integration failure).
+            alarm(
+                "ApiServerErrors",
+                "The API answered a 5xx: a route failed, or the gateway could not reach it",
+                stage.metric_server_error(period=five_minutes, statistic="Sum"),
+            ),
+            alarm(
+                "WorkflowFailed",
+                "A converse workflow execution failed: the contact got no answer",
+                state_machine.metric_failed(period=five_minutes, statistic="Sum"),
+            ),
+            alarm(
+                "WorkflowTimedOut",
+                "A converse workflow execution timed out: the contact got no answer",
+                state_machine.metric_timed_out(period=five_minutes, statistic="Sum"),
             ),
             alarm(
                 "CoverageGaps",
@@ -142,5 +166,24 @@ class Monitoring(Construct):
                     history.metric_duration(statistic="p50"),
                 ],
                 right=[history.metric_errors(), compactor.metric_errors()],
+            ),
+            cloudwatch.GraphWidget(
+                title="API responses",
+                left=[
+                    stage.metric_client_error(statistic="Sum"),
+                    stage.metric_server_error(statistic="Sum"),
+                ],
+                right=[stage.metric_count(statistic="Sum")],
+            ),
+            cloudwatch.GraphWidget(
+                title="Converse workflow executions",
+                left=[
+                    state_machine.metric_started(),
+                    state_machine.metric_succeeded(),
+                    state_machine.metric_failed(),
+                    state_machine.metric_timed_out(),
+                ],
+                # Model inputs that left their oldest messages out to fit the state.
+                right=[history_metric("WorkflowInputsShortened")],
             ),
         )

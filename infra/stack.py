@@ -45,6 +45,8 @@ class ConversationMemoryStack(Stack):
             history=converse.function,
             compactor=compaction.compactor.function,
             dead_letters=compaction.dead_letters,
+            api=api.rest_api,
+            state_machine=workflow.state_machine,
         )
         self.storage, self.rules, self.compaction = storage, rules, compaction
         self.converse, self.api, self.workflow = converse, api, workflow
@@ -59,6 +61,7 @@ class ConversationMemoryStack(Stack):
         """The cdk-nag findings this design accepts, each with its one-line reason."""
         xray = "X-Ray's PutTraceSegments and PutTelemetryRecords take no resource but *"
         pinned = "Pinned to python3.13, the runtime this release is built and tested for"
+        routed = "A profile routes to its model in any Region; granted only through the profile"
         acknowledgments = [
             (self.api, "AwsSolutions-APIG3", "IAM-signed callers only; a WAF adds nothing here"),
             (self.api, "AwsSolutions-COG4", "Callers are IAM principals mapped to tenants"),
@@ -79,6 +82,17 @@ class ConversationMemoryStack(Stack):
                 "This queue is the dead-letter queue",
             ),
             (self.compaction.compactor, "AwsSolutions-IAM5[Resource::*]", xray),
+            # Only with an inference profile: its model in the Regions it routes to.
+            *(
+                (self.compaction.compactor, finding, routed)
+                for finding in (
+                    self.compaction.model_grant.nag_findings if self.compaction.model_grant else ()
+                )
+            ),
+            *(
+                (self.workflow, finding, routed)
+                for finding in self.workflow.model_grant.nag_findings
+            ),
             (self.converse.service, "AwsSolutions-IAM5[Resource::*]", xray),
             (
                 self.workflow,

@@ -1,10 +1,16 @@
 """One converse as a Step Functions workflow: history, decision, Bedrock, reply.
 
-History Lambda (direct invocation) -> Choice on `decision`:
+NameTheMessage -> RecordAndWindow (the history Lambda, direct invocation) -> Decision:
+  refused  -> Refused -> Failed (the refusal's code and message as error and cause)
   escalate -> EventBridge `ConversationEscalated` (a person takes over)
-  model    -> Bedrock Converse (SDK integration, the returned fragment)
-           -> record the reply through the Lambda
-Each task retries transient faults and catches the rest into a Fail state.
+  model    -> Bedrock Converse (SDK integration) -> NameTheReply
+           -> RecordTheReply (the reply's first text block) -> Answered (or Refused)
+A failing step retries what is transient and is caught into Failed with its error.
+
+The execution's state holds at most 256 KiB, and going over cannot be caught, so
+each step carries only what the next needs: the history Lambda's answer for the
+workflow *is* the state (the incoming message is not carried beside the model's
+input), and the model's reply replaces that input (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -16,12 +22,26 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from infra.compaction import foundation_model_arn
 from infra.config import DeploymentConfig
 from infra.log_retention import log_group
+from infra.model_access import model_grant
 
 EVENT_SOURCE = "conversation-memory"
 ESCALATED = "ConversationEscalated"
+# The Bedrock faults worth another try; the rest (ValidationException,
+# AccessDeniedException, ResourceNotFoundException...) would fail again the same way.
+TRANSIENT_MODEL_ERRORS = [
+    "BedrockRuntime.ThrottlingException",
+    "BedrockRuntime.ServiceUnavailableException",
+    "BedrockRuntime.InternalServerException",
+    "BedrockRuntime.ModelNotReadyException",
+    "BedrockRuntime.ModelTimeoutException",
+]
+# The history Lambda answers every refusal (bad input, unknown tenant, cap) as a
+# result, so an error from it is a fault (a timeout, a table still throttled after
+# botocore's retries); every call is idempotent by its message id, so a retry is safe.
+LAMBDA_FAULTS = ["States.TaskFailed"]
+FAILURE = "$.failure"
 
 
 class Workflow(Construct):
@@ -35,8 +55,38 @@ class Workflow(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.bus = events.EventBus(self, "Bus", description="Conversation memory events")
-        failed = sfn.Fail(self, "Failed", cause="A step of the converse failed")
+        failed = sfn.Fail(
+            self, "Failed", error_path=f"{FAILURE}.Error", cause_path=f"{FAILURE}.Cause"
+        )
+        # A refusal comes back as the Lambda's result ({"error": {"code", "message"},
+        # "statusCode"}), not as a task failure: named here, it fails the execution
+        # with its own code and message.
+        refused = sfn.Pass(
+            self,
+            "Refused",
+            parameters={
+                "failure": {
+                    "Error": sfn.JsonPath.string_at("$.error.code"),
+                    "Cause": sfn.JsonPath.string_at("$.error.message"),
+                }
+            },
+        ).next(failed)
+        unexpected = sfn.Fail(
+            self,
+            "UnexpectedAnswer",
+            error="UnexpectedAnswer",
+            cause="The history Lambda's answer had neither a decision, a turn nor an error",
+        )
 
+        # The message's id is drawn once, before the task, for a message sent without
+        # one: a retry after the commit (a timeout, say) replays it instead of storing
+        # it again. The reply's id is drawn the same way below.
+        name_the_message = sfn.Pass(
+            self,
+            "NameTheMessage",
+            parameters={"id": sfn.JsonPath.uuid()},
+            result_path="$.messageName",
+        )
         converse = tasks.LambdaInvoke(
             self,
             "RecordAndWindow",
@@ -44,13 +94,16 @@ class Workflow(Construct):
             payload=sfn.TaskInput.from_object(
                 {
                     "action": "converse",
+                    "for": "workflow",
                     "tenantId": sfn.JsonPath.string_at("$.tenantId"),
                     "contactId": sfn.JsonPath.string_at("$.contactId"),
                     "message": sfn.JsonPath.object_at("$.message"),
+                    "defaultMessageId": sfn.JsonPath.string_at("$.messageName.id"),
                 }
             ),
             payload_response_only=True,
-            result_path="$.history",
+            # The answer becomes the whole state: the message it came with stays behind.
+            result_path="$",
             retry_on_service_exceptions=True,
         )
         escalate = tasks.EventBridgePutEvents(
@@ -65,31 +118,39 @@ class Workflow(Construct):
                         {
                             "tenantId": sfn.JsonPath.string_at("$.tenantId"),
                             "contactId": sfn.JsonPath.string_at("$.contactId"),
-                            "reason": sfn.JsonPath.string_at("$.history.reason"),
-                            "turnCount": sfn.JsonPath.number_at("$.history.turnCount"),
+                            "reason": sfn.JsonPath.string_at("$.reason"),
+                            "turnCount": sfn.JsonPath.number_at("$.turnCount"),
                         }
                     ),
                 )
             ],
             result_path=sfn.JsonPath.DISCARD,
         )
+        # The model, or the profile and the models it routes to (infra/model_access.py).
+        self.model_grant = model_grant(self, config.bedrock_model_id)
         model = tasks.CallAwsService(
             self,
             "AskTheModel",
             service="bedrockruntime",
             action="converse",
             iam_action="bedrock:InvokeModel",
-            iam_resources=[foundation_model_arn(self, config.bedrock_model_id)],
+            iam_resources=list(self.model_grant.resources),
             parameters={
                 "ModelId": config.bedrock_model_id,
-                "System": sfn.JsonPath.list_at("$.history.converseForStepFunctions.System"),
-                "Messages": sfn.JsonPath.list_at("$.history.converseForStepFunctions.Messages"),
+                "System": sfn.JsonPath.list_at("$.model.input.System"),
+                "Messages": sfn.JsonPath.list_at("$.model.input.Messages"),
             },
-            result_selector={"text": sfn.JsonPath.string_at("$.Output.Message.Content[0].Text")},
+            # The whole content: the history Lambda records its first text block, whatever
+            # comes before it (a reasoning block), and refuses a reply with none, naming the
+            # stop reason. A JSONPath filter here would fail uncatchably on a reply without
+            # text.
+            result_selector={
+                "content": sfn.JsonPath.list_at("$.Output.Message.Content"),
+                "stopReason": sfn.JsonPath.string_at("$.StopReason"),
+            },
+            # The reply replaces the model's input, which no later step needs.
             result_path="$.model",
         )
-        # The reply's id is drawn once, before the task: a retried record (a timeout after
-        # the commit, say) then carries the same id and is stored once.
         name_the_reply = sfn.Pass(
             self,
             "NameTheReply",
@@ -107,49 +168,61 @@ class Workflow(Construct):
                     "contactId": sfn.JsonPath.string_at("$.contactId"),
                     "id": sfn.JsonPath.string_at("$.replyName.id"),
                     "role": "assistant",
-                    "text": sfn.JsonPath.string_at("$.model.text"),
+                    "modelReply": sfn.JsonPath.object_at("$.model"),
                 }
             ),
             payload_response_only=True,
-            result_path="$.reply",
+            # The recorded turn is the execution's output.
+            result_path="$",
             retry_on_service_exceptions=True,
         )
-        for task in (converse, escalate, model, record):
+        for task in (converse, escalate, record):
             task.add_retry(
-                errors=["States.TaskFailed", "ThrottlingException"],
-                interval=Duration.seconds(1),
-                backoff_rate=2,
-                max_attempts=3,
+                errors=LAMBDA_FAULTS, interval=Duration.seconds(1), backoff_rate=2, max_attempts=3
             )
-            task.add_catch(failed, result_path="$.error")
+        model.add_retry(
+            errors=TRANSIENT_MODEL_ERRORS,
+            interval=Duration.seconds(2),
+            backoff_rate=2,
+            max_attempts=4,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        for step in (converse, escalate, model, record):
+            step.add_catch(failed, result_path=FAILURE)
 
         answered = sfn.Succeed(self, "Answered")
-        # A refusal from the function comes back as a result ({"error", "statusCode"}), not a
-        # task failure: only a recorded turn is an answer, so the reply is never lost unseen.
+        # Only a recorded turn is an answer, so a reply is never lost unseen.
         recorded = (
             sfn.Choice(self, "ReplyRecorded")
-            .when(sfn.Condition.is_present("$.reply.turn"), answered)
-            .otherwise(failed)
+            .when(sfn.Condition.is_present("$.turn"), answered)
+            .when(sfn.Condition.is_present("$.error"), refused)
+            .otherwise(unexpected)
         )
         escalated = sfn.Succeed(self, "Escalated")
         decide = (
             sfn.Choice(self, "Decision")
+            .when(sfn.Condition.is_present("$.error"), refused)
             .when(
-                sfn.Condition.string_equals("$.history.decision", "escalate"),
+                sfn.Condition.string_equals("$.decision", "escalate"),
                 escalate.next(escalated),
             )
             .when(
-                sfn.Condition.string_equals("$.history.decision", "model"),
+                sfn.Condition.string_equals("$.decision", "model"),
                 model.next(name_the_reply).next(record).next(recorded),
             )
-            .otherwise(failed)
+            .otherwise(unexpected)
         )
         self.logs = log_group(self, "Logs", config)
         self.state_machine = sfn.StateMachine(
             self,
             "Converse",
-            definition_body=sfn.DefinitionBody.from_chainable(converse.next(decide)),
+            definition_body=sfn.DefinitionBody.from_chainable(
+                name_the_message.next(converse).next(decide)
+            ),
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.logs, level=sfn.LogLevel.ALL),
             timeout=Duration.minutes(5),
         )
+        # The task grants what it names; a profile's models are granted beside it.
+        for statement in self.model_grant.routed:
+            self.state_machine.add_to_role_policy(statement)

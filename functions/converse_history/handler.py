@@ -7,6 +7,7 @@ missing table fails the cold start with the reason instead of serving.
 
 # No `from __future__ import annotations` here: Powertools reads the route
 # functions' annotations at runtime to validate requests and build the OpenAPI.
+import dataclasses
 import functools
 import json
 import math
@@ -28,6 +29,7 @@ from adapters.dynamodb_store import DynamoDBConversationStore
 from adapters.rules_source import AppConfigRulesSource, FileRulesSource, RulesSource
 from converse_history.api_models import (
     CONTACT_ID_PATTERN,
+    MESSAGE_ID_PATTERN,
     ConverseRequest,
     ConverseResponse,
     ErrorResponse,
@@ -41,7 +43,12 @@ from converse_history.environment import Environment, load_environment
 from converse_history.errors import ApiError, invalid, not_found
 from converse_history.service import Caller, ConverseService, Incoming
 from converse_history.telemetry import PowertoolsTelemetry
-from memory_core.converse_shape import sdk_member_names
+from converse_history.workflow_answer import (
+    WORKFLOW,
+    refuse_what_cannot_fit,
+    reply_text,
+    workflow_answer,
+)
 from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.settings import Settings, load_settings
 
@@ -338,15 +345,14 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
         caller = Caller(arn=None, identity_required=False)
         if action == "converse":
             request = ConverseRequest.model_validate({"message": event.get("message")})
-            answer = SERVICE.converse(
-                tenant_id, contact_id, _incoming(request.message, "user"), caller
-            )
-            if "converse" in answer:
-                # The workflow hands this to Bedrock through the SDK integration.
-                answer["converseForStepFunctions"] = sdk_member_names(answer["converse"])
-            return answer
+            incoming = _incoming(request.message, "user")
+            if event.get("for") != WORKFLOW:
+                return SERVICE.converse(tenant_id, contact_id, incoming, caller)
+            return _for_the_workflow(tenant_id, contact_id, incoming, event, caller)
         if action == "record":
             fields = {k: v for k, v in event.items() if k not in _DIRECT_KEYS}
+            if "modelReply" in fields:
+                fields["text"] = reply_text(fields.pop("modelReply"))
             body = RecordTurnRequest.model_validate(fields)
             return SERVICE.record(tenant_id, contact_id, _incoming(body, body.role), caller)
         raise invalid("action", "must be 'converse' or 'record'")
@@ -358,6 +364,27 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
 
 
 _DIRECT_KEYS = {"action", "tenantId", "contactId"}
+
+
+def _for_the_workflow(
+    tenant_id: str, contact_id: str, incoming: Incoming, event: dict[str, Any], caller: Caller
+) -> dict[str, Any]:
+    """The converse for the Step Functions workflow: its state, sized for Step Functions.
+
+    The workflow draws `defaultMessageId` once, before the task, so a retry after
+    the commit replays the message instead of recording it again.
+    """
+    default_id = event.get("defaultMessageId")
+    if incoming.id is None and default_id is not None:
+        if not isinstance(default_id, str) or not re.fullmatch(MESSAGE_ID_PATTERN, default_id):
+            raise invalid("defaultMessageId", f"must match {MESSAGE_ID_PATTERN}")
+        incoming = dataclasses.replace(incoming, id=default_id)
+    refuse_what_cannot_fit(list(incoming.content))
+    answer = SERVICE.converse(tenant_id, contact_id, incoming, caller)
+    state, fitted = workflow_answer(tenant_id, contact_id, answer, list(incoming.content))
+    if fitted is not None and (fitted.omitted_messages or fitted.memory_omitted):
+        TELEMETRY.workflow_input_shortened(fitted.omitted_messages, fitted.memory_omitted)
+    return state
 
 
 def _direct_ids(event: dict[str, Any]) -> tuple[str, str]:

@@ -60,6 +60,13 @@ class PowertoolsTelemetry:
             )
         self._metrics.add_metric("FragmentRepairs", MetricUnit.Count, len(repairs))
 
+    def workflow_input_shortened(self, omitted_messages: int, memory_omitted: bool) -> None:
+        self._logger.warning(
+            "workflow_input_shortened",
+            extra={"omittedMessages": omitted_messages, "memoryOmitted": memory_omitted},
+        )
+        self._metrics.add_metric("WorkflowInputsShortened", MetricUnit.Count, 1)
+
     def escalated(self, turn_count: int) -> None:
         self._logger.info("converse_escalated", extra={"turnCount": turn_count})
         self._metrics.add_metric("Escalations", MetricUnit.Count, 1)

@@ -233,13 +233,14 @@ def test_the_workflow_records_decides_asks_bedrock_and_records_the_reply(resourc
     )
     assert ":states:::events:putEvents" in text
     assert '"DetailType":"ConversationEscalated"' in text
-    assert '"Variable":"$.history.decision"' in text
-    assert '"Messages.$":"$.history.converseForStepFunctions.Messages"' in text
-    # The reply is recorded under an id drawn once (retries store it once), and only a
-    # recorded reply is an answer: a refusal returned as a result fails the execution.
-    assert '"id.$":"States.UUID()"' in text
+    assert '"Variable":"$.decision"' in text
+    assert '"Messages.$":"$.model.input.Messages"' in text
+    # The message's and the reply's ids are drawn once, before their tasks (retries store
+    # each once), and only a recorded reply is an answer: a refusal fails the execution.
+    assert text.count('"id.$":"States.UUID()"') == 2
+    assert '"defaultMessageId.$":"$.messageName.id"' in text
     assert '"id.$":"$.replyName.id"' in text
-    assert '{"Variable":"$.reply.turn","IsPresent":true,"Next":"Answered"}' in text
+    assert '{"Variable":"$.turn","IsPresent":true,"Next":"Answered"}' in text
     assert '"ReplyRecorded":{"Type":"Choice"' in text
     assert text.count('"Retry"') >= 4
     assert text.count('"Catch"') >= 4
@@ -302,6 +303,7 @@ def test_the_dashboard_shows_the_memorys_figures(resources):
         "HistoryMessagesDropped",
         "HistoryMessagesTrimmed",
         "FragmentRepairs",
+        "WorkflowInputsShortened",
         "WindowTokens",
         "Escalations",
         "CompactionsEnqueued",

@@ -1,0 +1,73 @@
+"""The converse answer as the Step Functions workflow takes it: only what its next step needs.
+
+Every byte of a direct invocation's answer sits in the execution's state,
+which holds at most 256 KiB. The API's answer carries the current message in
+`current` and again in `converse`, beside the input it came in; the
+workflow's carries it once, inside the model's input, and becomes the whole
+state, so the incoming message is not carried alongside it either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from converse_history.errors import ApiError
+from memory_core.turns import ContentBlock
+from memory_core.workflow_input import (
+    MODEL_INPUT_LIMIT_BYTES,
+    ModelInput,
+    current_fits,
+    model_input,
+)
+
+WORKFLOW = "workflow"
+
+
+def refuse_what_cannot_fit(content: list[ContentBlock]) -> None:
+    """A 413 before anything is recorded, for a message the workflow could never carry."""
+    if not current_fits({"role": "user", "content": content}):
+        raise ApiError(
+            413,
+            "message_too_large",
+            f"message: over the {MODEL_INPUT_LIMIT_BYTES // 1024} KiB the converse workflow "
+            "can carry to the model as UTF-8 JSON; send it through the API instead",
+        )
+
+
+def workflow_answer(
+    tenant_id: str, contact_id: str, answer: dict[str, Any], current: list[ContentBlock]
+) -> tuple[dict[str, Any], ModelInput | None]:
+    """The workflow's state after the history step, and the model input (None on escalate)."""
+    state: dict[str, Any] = {
+        "tenantId": tenant_id,
+        "contactId": contact_id,
+        "decision": answer["decision"],
+        "reason": answer["reason"],
+        "turnCount": answer["turnCount"],
+    }
+    if answer["decision"] != "model":
+        return state, None
+    fitted = model_input(answer["converse"], current)
+    state["model"] = {"input": fitted.as_json()}
+    return state, fitted
+
+
+def reply_text(model_reply: Any) -> str:
+    """The model's first text block, whatever comes before it (a reasoning block, say).
+
+    `model_reply` is Converse's output as the SDK integration names it:
+    `{"content": [{"Text": ...}, ...], "stopReason": ...}`. A reply with no text
+    (cut at the token limit while reasoning, or filtered) is refused with the stop
+    reason, so the execution fails saying why rather than recording nothing.
+    """
+    content = model_reply.get("content") if isinstance(model_reply, dict) else None
+    if not isinstance(content, list):
+        raise ApiError(400, "invalid_request", "modelReply.content: must be a list of blocks")
+    for block in content:
+        if isinstance(block, dict) and isinstance(block.get("Text"), str) and block["Text"].strip():
+            return str(block["Text"])
+    raise ApiError(
+        422,
+        "reply_without_text",
+        f"the model's reply has no text (stop reason: {model_reply.get('stopReason')!r})",
+    )
