@@ -49,51 +49,43 @@ def error_template(code: str, message: str = GATEWAY_MESSAGE) -> str:
 # The refusals API Gateway makes itself, each with the code the Lambda uses for the
 # same meaning. The status is left to the type's own (403, 400, 429, ...): setting
 # one on DEFAULT_4XX/5XX would rewrite every type that falls back on them.
-GATEWAY_RESPONSES: dict[str, tuple[apigateway.ResponseType, str, str]] = {
+GATEWAY_RESPONSES: dict[str, tuple[apigateway.ResponseType, str]] = {
     # Any other 4xx (API keys, quotas, WAF: none configured here); the status says which.
     # REQUEST_TOO_LARGE (413) is not here: API Gateway does not apply its customisation.
-    "Default4xx": (apigateway.ResponseType.DEFAULT_4_XX, "request_refused", GATEWAY_MESSAGE),
+    "Default4xx": (apigateway.ResponseType.DEFAULT_4_XX, "request_refused"),
     # The Lambda's 500 means the same: not the caller's fault, retry the same message id.
-    "Default5xx": (apigateway.ResponseType.DEFAULT_5_XX, "internal_error", GATEWAY_MESSAGE),
+    "Default5xx": (apigateway.ResponseType.DEFAULT_5_XX, "internal_error"),
     # IAM denied the signed principal this route.
-    "AccessDenied": (apigateway.ResponseType.ACCESS_DENIED, "forbidden", GATEWAY_MESSAGE),
+    "AccessDenied": (apigateway.ResponseType.ACCESS_DENIED, "forbidden"),
     # The signature or its credentials are bad: who called is unknown, so not `forbidden`.
-    "InvalidSignature": (
-        apigateway.ResponseType.INVALID_SIGNATURE,
-        "unauthenticated",
-        GATEWAY_MESSAGE,
-    ),
-    "ExpiredToken": (apigateway.ResponseType.EXPIRED_TOKEN, "unauthenticated", GATEWAY_MESSAGE),
+    "InvalidSignature": (apigateway.ResponseType.INVALID_SIGNATURE, "unauthenticated"),
+    "ExpiredToken": (apigateway.ResponseType.EXPIRED_TOKEN, "unauthenticated"),
     # API Gateway answers an unsigned call and an unknown method or path alike, with
-    # "Missing Authentication Token": the message says both, as the gateway cannot tell.
+    # "Missing Authentication Token": its message says both (GATEWAY_MESSAGES).
     "MissingAuthenticationToken": (
         apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
         "unsigned_or_unknown_route",
-        json.dumps("the request is not signed with SigV4, or no route matches its method and path"),
     ),
-    "BadRequestBody": (
-        apigateway.ResponseType.BAD_REQUEST_BODY,
-        "invalid_request",
-        GATEWAY_MESSAGE,
-    ),
-    "BadRequestParameters": (
-        apigateway.ResponseType.BAD_REQUEST_PARAMETERS,
-        "invalid_request",
-        GATEWAY_MESSAGE,
-    ),
-    "ResourceNotFound": (apigateway.ResponseType.RESOURCE_NOT_FOUND, "not_found", GATEWAY_MESSAGE),
+    "BadRequestBody": (apigateway.ResponseType.BAD_REQUEST_BODY, "invalid_request"),
+    "BadRequestParameters": (apigateway.ResponseType.BAD_REQUEST_PARAMETERS, "invalid_request"),
+    "ResourceNotFound": (apigateway.ResponseType.RESOURCE_NOT_FOUND, "not_found"),
     "UnsupportedMediaType": (
         apigateway.ResponseType.UNSUPPORTED_MEDIA_TYPE,
         "unsupported_media_type",
-        GATEWAY_MESSAGE,
     ),
     # The stage's throttle: like the Lambda's 429, nothing was recorded. No Retry-After:
     # the token bucket refills continuously, and one fixed value would have every
     # throttled caller retry at the same moment; callers back off with jitter instead.
-    "Throttled": (apigateway.ResponseType.THROTTLED, "rate_limited", GATEWAY_MESSAGE),
+    "Throttled": (apigateway.ResponseType.THROTTLED, "rate_limited"),
     # 504 after the gateway's 29 s: the turn may have been recorded, so its own code;
     # a retry with the same message id is answered the same, never stored twice.
-    "IntegrationTimeout": (apigateway.ResponseType.INTEGRATION_TIMEOUT, "timeout", GATEWAY_MESSAGE),
+    "IntegrationTimeout": (apigateway.ResponseType.INTEGRATION_TIMEOUT, "timeout"),
+}
+# Messages of our own where the gateway's would mislead; the others say what it says.
+GATEWAY_MESSAGES = {
+    "MissingAuthenticationToken": json.dumps(
+        "the request is not signed with SigV4, or no route matches its method and path"
+    ),
 }
 
 
@@ -138,7 +130,8 @@ class Api(Construct):
                 throttling_burst_limit=config.api_burst_limit,
             ),
         )
-        for name, (response_type, code, message) in GATEWAY_RESPONSES.items():
+        for name, (response_type, code) in GATEWAY_RESPONSES.items():
+            message = GATEWAY_MESSAGES.get(name, GATEWAY_MESSAGE)
             self.rest_api.add_gateway_response(
                 name,
                 type=response_type,

@@ -81,12 +81,7 @@ class Workflow(Construct):
         # The message's id is drawn once, before the task, for a message sent without
         # one: a retry after the commit (a timeout, say) replays it instead of storing
         # it again. The reply's id is drawn the same way below.
-        name_the_message = sfn.Pass(
-            self,
-            "NameTheMessage",
-            parameters={"id": sfn.JsonPath.uuid()},
-            result_path="$.messageName",
-        )
+        name_the_message = self._draw_an_id("NameTheMessage", "$.messageName")
         converse = tasks.LambdaInvoke(
             self,
             "RecordAndWindow",
@@ -151,12 +146,7 @@ class Workflow(Construct):
             # The reply replaces the model's input, which no later step needs.
             result_path="$.model",
         )
-        name_the_reply = sfn.Pass(
-            self,
-            "NameTheReply",
-            parameters={"id": sfn.JsonPath.uuid()},
-            result_path="$.replyName",
-        )
+        name_the_reply = self._draw_an_id("NameTheReply", "$.replyName")
         record = tasks.LambdaInvoke(
             self,
             "RecordTheReply",
@@ -226,3 +216,9 @@ class Workflow(Construct):
         # The task grants what it names; a profile's models are granted beside it.
         for statement in self.model_grant.routed:
             self.state_machine.add_to_role_policy(statement)
+
+    def _draw_an_id(self, state_name: str, result_path: str) -> sfn.Pass:
+        """A Pass state that draws a UUID once, so the task after it retries under it."""
+        return sfn.Pass(
+            self, state_name, parameters={"id": sfn.JsonPath.uuid()}, result_path=result_path
+        )

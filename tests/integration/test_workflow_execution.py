@@ -181,23 +181,20 @@ def test_the_stand_in_refuses_tool_blocks_without_a_tool_config_as_bedrock_does(
 
 
 def test_a_history_step_that_fails_after_its_commit_records_the_message_once(workflow):
-    def commit_then_time_out(payload: dict[str, Any]) -> Any:
-        answer = workflow.invoke(payload)
-        if workflow_attempts["history"] == 0:
-            workflow_attempts["history"] += 1
-            raise TaskFailed("Sandbox.Timedout", "Task timed out after 30.00 seconds")
-        return answer
+    def fails_once_after_its_commit(error: str) -> Callable[[dict[str, Any]], Any]:
+        failed: list[str] = []
 
-    def reply_then_time_out(payload: dict[str, Any]) -> Any:
-        answer = workflow.invoke(payload)
-        if workflow_attempts["reply"] == 0:
-            workflow_attempts["reply"] += 1
-            raise TaskFailed("Lambda.ServiceException", "Internal error")
-        return answer
+        def invoke(payload: dict[str, Any]) -> Any:
+            answer = workflow.invoke(payload)
+            if not failed:
+                failed.append(error)
+                raise TaskFailed(error, "after the commit")
+            return answer
 
-    workflow_attempts = {"history": 0, "reply": 0}
-    workflow.history_lambda = commit_then_time_out
-    workflow.record_lambda = reply_then_time_out
+        return invoke
+
+    workflow.history_lambda = fails_once_after_its_commit("Sandbox.Timedout")
+    workflow.record_lambda = fails_once_after_its_commit("Lambda.ServiceException")
     execution = workflow.run({"text": "hello"})
     assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
     assert execution.attempts("RecordAndWindow") == 2

@@ -18,6 +18,7 @@ from memory_core.workflow_input import (
     omitted_for_size_marker,
     tools_as_text,
 )
+from tests.support.bedrock_stand_in import converse_names
 from tests.support.converse_validator import assert_valid_for_converse
 from tests.support.tool_conversations import (
     as_turns,
@@ -28,15 +29,6 @@ from tests.support.tool_conversations import (
 from tests.unit.conversation_builders import text, tool_use, window_of
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-def converse_names(value: Any) -> Any:
-    """The SDK integration's member names back to Converse's (no tool documents remain)."""
-    if isinstance(value, list):
-        return [converse_names(item) for item in value]
-    if isinstance(value, dict):
-        return {key[:1].lower() + key[1:]: converse_names(item) for key, item in value.items()}
-    return value
 
 
 def as_converse(fitted: Any) -> dict[str, Any]:
