@@ -4,6 +4,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# What serving needs (`make run`), and everything (the tests, the linters, CDK, the benchmarks).
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 # Defined before `test`, whose prerequisites are expanded as the rule is read.
 NODE_MODULES := node_modules/.installed
@@ -25,8 +27,16 @@ help:
 	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
 	@echo "make reliability-report  the reliability suite, then docs/reliability.md from its counts"
 
-$(STAMP): requirements.txt requirements-dev.txt
+# A first `make run` installs only requirements.txt, with pip's progress shown: the
+# service and its emulation, not the test and deployment tooling.
+$(RUNTIME_STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing what the local service needs (requirements.txt)..."
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(STAMP): $(RUNTIME_STAMP) requirements-dev.txt
+	@echo "Installing the test, lint, deployment and benchmark tools (requirements-dev.txt)..."
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		-r requirements.txt -r requirements-dev.txt
 	touch $@
@@ -35,7 +45,7 @@ install: $(STAMP)
 
 # The Lambdas' own handlers over an embedded moto, in the foreground until
 # Ctrl-C (SIGINT) or SIGTERM; SIGHUP re-reads RULES_FILE. See local/runner.py.
-run: install
+run: $(RUNTIME_STAMP)
 	PYTHONPATH=functions:. $(BIN)/python -m local
 
 lint: install

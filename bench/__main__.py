@@ -30,6 +30,7 @@ FIGURES = (
     "coverage",
     "fold",
     "local_e2e",
+    "emulation",
 )
 
 
@@ -40,6 +41,7 @@ def measure(name: str) -> dict[str, Any]:
         cold_import,
         coverage,
         dynamodb_reads,
+        emulation,
         fold,
         local_e2e,
         prompt_tokens,
@@ -70,6 +72,7 @@ def measure(name: str) -> dict[str, Any]:
         "coverage": lambda: {"coverage": coverage.run()},
         "fold": lambda: {"fold": fold.run()},
         "local_e2e": lambda: {"local_e2e": local_e2e.run()},
+        "emulation": lambda: {"emulation": emulation.run()},
     }
     if name not in runs:
         raise ValueError(f"unknown figure {name!r}")
@@ -124,6 +127,18 @@ TARGETS = (
     ),
     Target(
         "coverage gaps within the bound", "coverage.gaps_within_bound", "== 0", lambda v: v == 0
+    ),
+    Target(
+        "emulation: last 100 exchanges vs first 100",
+        "emulation.fixed.ms_last_over_first",
+        "<= 1.5",
+        lambda v: v <= 1.5,
+    ),
+    Target(
+        "emulation memory growth, moto / fixed",
+        "emulation.memory_growth_ratio_moto_over_fixed",
+        ">= 5x",
+        lambda v: v >= 5,
     ),
     Target(
         "summariser input, turn 100 -> 1000",

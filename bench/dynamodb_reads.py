@@ -1,8 +1,8 @@
 """DynamoDB items read, and API calls made, by one converse call through the real handler.
 
-Under moto (in-process `mock_aws`). Recording ten thousand turns through the
-handler would take hours there (moto deep-copies the table on every
-transaction), so each conversation is seeded directly: the turn items are
+Under moto (in-process `mock_aws`, with `local.moto_dynamodb`'s fixes, as
+`make run` serves it). Recording ten thousand turns through the handler would
+take minutes a conversation, so each conversation is seeded directly: the turn items are
 the ones the store itself builds (`DynamoDBConversationStore.record_reply`
 against a client that keeps what it is asked to write, then one
 `batch_write_item` per 25), the state item carries the counters a
@@ -52,6 +52,7 @@ from bench.common import (
     patched_environ,
 )
 from bench.conversations import as_turns, conversation
+from local import moto_dynamodb
 from local.aws_resources import create_queues, create_table
 from local.proxy_events import invoke, proxy_event
 from memory_core.fold import next_fold
@@ -184,8 +185,11 @@ def _check_seeded(
 
 
 @contextlib.contextmanager
-def handler_under_moto() -> Iterator[tuple[ModuleType, Any, Any]]:
-    """The converse handler imported fresh inside `mock_aws`, with its table and queue."""
+def handler_under_moto(*, fixed_emulation: bool = True) -> Iterator[tuple[ModuleType, Any, Any]]:
+    """The converse handler imported fresh inside `mock_aws`, with its table and queue.
+
+    `fixed_emulation=False` leaves moto as released (bench/emulation.py compares the two).
+    """
     environment: dict[str, str | None] = {
         **FAKE_CREDENTIALS,
         **POWERTOOLS,
@@ -195,6 +199,8 @@ def handler_under_moto() -> Iterator[tuple[ModuleType, Any, Any]]:
         "RULES_SOURCE": "file",
         "CALLER_IDENTITY": "optional",
     }
+    if fixed_emulation:
+        moto_dynamodb.install()
     # The handler logs and flushes its metrics to stdout, as in Lambda; not here.
     with (
         patched_environ(environment),

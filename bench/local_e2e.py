@@ -5,9 +5,8 @@ over its embedded moto, the compactor polling its queue as it does in
 `make run`. Several contacts of the example rules' `demo` tenant talk in
 turns (a converse call, then the agent's reply); each converse call is timed
 by the client, from opening the connection to the last byte of the answer.
-moto is no DynamoDB (it copies the table on every transaction) and the
-runner serves one invocation at a time, so these figures describe the local
-runner, not AWS.
+moto is no DynamoDB and the runner serves one invocation at a time, so these
+figures describe the local runner, not AWS.
 """
 
 from __future__ import annotations

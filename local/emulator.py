@@ -21,9 +21,12 @@ from moto.server import (  # type: ignore[attr-defined]
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local import moto_dynamodb
+
 
 class Emulator:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        moto_dynamodb.install()
         self._server: BaseWSGIServer = make_server(
             host,
             port,

@@ -32,6 +32,9 @@ FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
 """How much of a refused body is read and dropped before the connection is closed."""
 
+LISTEN_BACKLOG = 128
+"""Connections the kernel holds for the gateway before it accepts them."""
+
 READ_TIMEOUT_SECONDS = 15.0
 """A client that stops sending mid-request frees its thread (and the shutdown) after this."""
 
@@ -56,6 +59,10 @@ class LambdaGateway(ThreadingHTTPServer):
     # the emulation behind it is stopped; READ_TIMEOUT_SECONDS bounds the wait.
     daemon_threads = False
     block_on_close = True
+    # socketserver's default listen backlog is 5: an agent's burst of parallel calls
+    # overflowed it and the extra connections were reset, never processed. Like API
+    # Gateway, the gateway accepts them all; the invocations still run one at a time.
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(
         self,

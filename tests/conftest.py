@@ -2,7 +2,11 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from local import moto_dynamodb
 from tests.support import reliability
+
+# The emulation as `make run` serves it: moto's DynamoDB without its per-call growth.
+moto_dynamodb.install()
 
 # Wall-clock deadlines make property tests flaky on noisy machines; speed is
 # measured by `make bench`, never asserted here.

@@ -16,6 +16,7 @@ from bench import (
     cold_import,
     coverage,
     dynamodb_reads,
+    emulation,
     fold,
     local_e2e,
     prompt_tokens,
@@ -132,3 +133,13 @@ def test_the_table_and_the_verdicts_follow_the_figures():
     table = bench_main.table(results)
     assert "cold import vs bare boto3" in table
     assert "(not run)" in table
+
+
+def test_the_emulation_is_measured_as_released_and_fixed_side_by_side():
+    figures = emulation.run(exchanges=6, block=3)
+    for variant in ("moto", "fixed"):
+        assert len(figures[variant]["ms_by_block"]) == 2
+        assert all(positive_number(ms) for ms in figures[variant]["ms_by_block"])
+        assert isinstance(figures[variant]["memory_growth_mb"], int | float)
+    assert positive_number(figures["last_block_ms_ratio_moto_over_fixed"])
+    assert positive_number(figures["memory_growth_ratio_moto_over_fixed"])

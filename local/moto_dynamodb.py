@@ -1,0 +1,243 @@
+"""Three fixes to moto 5.2.5's DynamoDB, so the emulation holds a long session flat.
+
+1. **Every model instance is kept forever.** moto's `BaseModel.__new__` appends
+   each instance to its class's `instances_tracked` (for moto's dashboard), and
+   DynamoDB makes instances all the time: each `Item` written, each copy of an
+   item a query or an update returns, and, in `transact_write_items`, a deep
+   copy of every table a transaction touches, once per item. None is ever
+   released, so memory grows with every call, and with the table's size on
+   every transaction. DynamoDB's models are created untracked here.
+2. **A transaction copies whole tables.** `transact_write_items` deep-copies
+   each table it touches, once per item, to roll back on failure: the cost of a
+   write grows with the table. The version here snapshots only the items the
+   transaction touches and puts them back on failure. Everything else, the
+   checks, their order, the errors and the all-or-nothing outcome, is moto's
+   own code, unchanged.
+
+3. **A query sorts the whole table.** A query on the table's own key gathers
+   `all_items()`, every item of every partition sorted, then keeps the
+   partition asked for: each read grows with the table. Here that query
+   gathers its partition only; the results, their order and their pages are
+   the same.
+
+`install()` applies all three, once per process: the local runner's emulation and
+the in-process `mock_aws` of the tests and the benchmarks use the same moto.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from moto.core.model_instances import model_data
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    ConditionalCheckFailed,
+    MockValidationException,
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import Item
+from moto.dynamodb.models.table import Table
+
+ItemKey = tuple[str, str]
+# (table name, the key as moto spells it) -> the item's attributes before, or None
+Snapshot = dict[ItemKey, tuple[dict[str, Any], dict[str, Any] | None]]
+
+# moto's own, kept for the tests that hold the two to the same outcomes.
+MOTO_TRANSACT_WRITE_ITEMS = DynamoDBBackend.transact_write_items
+MOTO_QUERY = Table.query
+MOTO_ALL_ITEMS = Table.all_items
+_QUERY_SIGNATURE = inspect.signature(Table.query)
+# The table and the partition a base-table query in this thread reads, while it runs.
+_querying = threading.local()
+
+
+def install() -> None:
+    if DynamoDBBackend.transact_write_items is transact_write_items:
+        return
+    # Importing moto.dynamodb.models has defined every DynamoDB model class.
+    for model in model_data["dynamodb"].values():
+        model.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
+
+
+def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    return object.__new__(cls)
+
+
+def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    """moto's `transact_write_items`, rolling back the items it touched, not whole tables."""
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    # The items as they were, in case any of the operations fails.
+    before = _snapshot(self, transact_items)
+    target_items: set[tuple[str, str]] = set()
+
+    def check_unicity(table_name: str, key: dict[str, Any]) -> None:
+        item = (str(table_name), str(dict(sorted(key.items()))))
+        if item in target_items:
+            raise MultipleTransactionsException()
+        target_items.add(item)
+
+    errors: list[tuple[str, str, dict[str, Any] | None] | tuple[None, None, None]] = []
+    for item in transact_items:
+        if len(list(item.keys())) > 1:
+            raise TransactWriteSingleOpException
+        try:
+            _write_one(self, item, check_unicity)
+            errors.append((None, None, None))
+        except (MultipleTransactionsException, MockValidationException):
+            _restore(self, before)
+            raise
+        except ConditionalCheckFailed as e:
+            errors.append(("ConditionalCheckFailed", str(e.message), getattr(e, "item", None)))
+        except Exception as e:
+            errors.append((type(e).__name__, str(e), None))
+
+    if any(code is not None for code, _, _ in errors):
+        _restore(self, before)
+        raise TransactionCanceledException(errors)
+
+
+class _ConditionFailed(ConditionalCheckFailed):
+    """moto's refusal, keeping the item it reports (`ReturnValuesOnConditionCheckFailure`)."""
+
+    def __init__(self, item: dict[str, Any] | None) -> None:
+        super().__init__(item=item)
+        self.item = item
+
+
+def _write_one(
+    self: DynamoDBBackend, item: dict[str, Any], check_unicity: Callable[[str, Any], None]
+) -> None:
+    """One operation of the transaction, as moto's loop body writes it."""
+    op_type, op = next(iter(item.items()))
+    if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+        raise ValueError("Unsupported transaction operation")
+
+    table_name = op["TableName"]
+    condition_expression = op.get("ConditionExpression")
+    expression_attribute_names = op.get("ExpressionAttributeNames")
+    expression_attribute_values = op.get("ExpressionAttributeValues")
+    return_values_on_condition_check_failure = op.get("ReturnValuesOnConditionCheckFailure")
+
+    if op_type == "Put":
+        attrs = op["Item"]
+        table = self.get_table(table_name)
+        key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+        if table.range_key_attr is not None:
+            key[table.range_key_attr] = attrs[table.range_key_attr]
+    else:
+        key = op["Key"]
+
+    check_unicity(table_name, key)
+
+    current = self.get_item(table_name, key)
+    if condition_expression is not None:
+        condition_op = get_filter_expression(
+            condition_expression, expression_attribute_names, expression_attribute_values
+        )
+        if not condition_op.expr(current):
+            original_item = None
+            if return_values_on_condition_check_failure == "ALL_OLD" and current:
+                original_item = current.to_json()["Attributes"]
+            raise _ConditionFailed(original_item)
+
+    if op_type == "Put":
+        self.put_item(
+            table_name,
+            op["Item"],
+            condition_expression=condition_expression,
+            expression_attribute_names=expression_attribute_names,
+            expression_attribute_values=expression_attribute_values,
+        )
+    elif op_type == "Delete":
+        self.delete_item(
+            table_name,
+            key,
+            condition_expression=condition_expression,
+            expression_attribute_names=expression_attribute_names,
+            expression_attribute_values=expression_attribute_values,
+        )
+    elif op_type == "Update":
+        self.update_item(
+            table_name,
+            key,
+            update_expression=op["UpdateExpression"],
+            condition_expression=condition_expression,
+            expression_attribute_names=expression_attribute_names,
+            expression_attribute_values=expression_attribute_values,
+        )
+
+
+def _snapshot(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> Snapshot:
+    """Each item the operations name, as it is now (None: absent), by table and key."""
+    before: Snapshot = {}
+    for item in transact_items:
+        for op_type, op in item.items():
+            key = _key_of(backend, op_type, op)
+            if key is None:
+                continue  # the operation fails on its own, before writing anything
+            table_name = op["TableName"]
+            current = backend.get_item(table_name, key)
+            attributes = copy.deepcopy(current.to_json()["Attributes"]) if current else None
+            before.setdefault((table_name, repr(sorted(key.items()))), (key, attributes))
+    return before
+
+
+def _key_of(backend: DynamoDBBackend, op_type: str, op: Any) -> dict[str, Any] | None:
+    try:
+        table = backend.get_table(op["TableName"])
+        if op_type != "Put":
+            return dict(op["Key"])
+        attrs = op["Item"]
+        key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+        if table.range_key_attr is not None:
+            key[table.range_key_attr] = attrs[table.range_key_attr]
+        return key
+    except Exception:  # no table, no key: moto's own loop reports it
+        return None
+
+
+def _restore(backend: DynamoDBBackend, before: Snapshot) -> None:
+    for (table_name, _), (key, attributes) in before.items():
+        if attributes is None:
+            if backend.get_item(table_name, key) is not None:
+                backend.delete_item(table_name, key)
+        else:
+            backend.put_item(table_name, attributes)
+
+
+def query(self: Table, *args: Any, **kwargs: Any) -> tuple[list[Item], int, dict[str, Any] | None]:
+    """moto's query, told which partition a query on the table's own key reads."""
+    arguments = _QUERY_SIGNATURE.bind(self, *args, **kwargs).arguments
+    hash_key = arguments.get("hash_key")
+    if arguments.get("index_name") or hash_key is None or not self.range_key_attr:
+        return MOTO_QUERY(self, *args, **kwargs)
+    _querying.partition = (self, hash_key)
+    try:
+        return MOTO_QUERY(self, *args, **kwargs)
+    finally:
+        _querying.partition = None
+
+
+def all_items(self: Table) -> list[Item]:
+    """moto's `all_items`; for a base-table query, the items of its partition alone.
+
+    moto keeps, of all items, those whose hash key is the query's, then sorts them
+    by range key: the partition's items, sorted the same way, are that list.
+    """
+    partition = getattr(_querying, "partition", None)
+    if partition is None or partition[0] is not self:
+        return MOTO_ALL_ITEMS(self)
+    items = self.items.get(partition[1], {})
+    return sorted(items.values(), key=lambda item: item.range_key)
