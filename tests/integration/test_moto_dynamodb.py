@@ -24,6 +24,7 @@ from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 
 from local import moto_dynamodb
+from local.aws_resources import create_table
 
 KEYS = ["a", "b", "c"]
 
@@ -37,18 +38,7 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     with mock_aws():
         client = boto3.client("dynamodb")
         for name in ("fixed", "moto"):
-            client.create_table(
-                TableName=name,
-                KeySchema=[
-                    {"AttributeName": "PK", "KeyType": "HASH"},
-                    {"AttributeName": "SK", "KeyType": "RANGE"},
-                ],
-                AttributeDefinitions=[
-                    {"AttributeName": "PK", "AttributeType": "S"},
-                    {"AttributeName": "SK", "AttributeType": "S"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
+            create_table(client, name)  # the service's own table: the same keys, a TTL
         yield client
 
 
