@@ -18,6 +18,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 
 help:
 	@echo "make run             the service on 127.0.0.1:\$${PORT:-8000} over an embedded AWS emulation"
+	@echo "make install         .venv with every pinned requirement (make run needs only requirements.txt)"
 	@echo "make test            lint, then every test"
 	@echo "make test-fuzz       schemathesis against a local runner, deeper than make test's run"
 	@echo "make lint            ruff (lint + format check) and mypy"

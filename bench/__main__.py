@@ -31,6 +31,7 @@ FIGURES = (
     "fold",
     "local_e2e",
     "emulation",
+    "local_runner",
 )
 
 
@@ -44,6 +45,7 @@ def measure(name: str) -> dict[str, Any]:
         emulation,
         fold,
         local_e2e,
+        local_runner,
         prompt_tokens,
         window_vs_langchain,
     )
@@ -73,6 +75,7 @@ def measure(name: str) -> dict[str, Any]:
         "fold": lambda: {"fold": fold.run()},
         "local_e2e": lambda: {"local_e2e": local_e2e.run()},
         "emulation": lambda: {"emulation": emulation.run()},
+        "local_runner": lambda: {"local_runner": local_runner.run()},
     }
     if name not in runs:
         raise ValueError(f"unknown figure {name!r}")
@@ -146,6 +149,24 @@ TARGETS = (
         "<= 1.2",
         lambda v: v <= 1.2,
     ),
+    Target(
+        "local runner memory, exchange 100 -> 2,000",
+        "local_runner.rss_growth",
+        "<= 1.3x",
+        lambda v: v <= 1.3,
+    ),
+    Target(
+        "local runner p50, exchange 100 -> 2,000",
+        "local_runner.p50_growth",
+        "<= 1.3x",
+        lambda v: v <= 1.3,
+    ),
+    Target(
+        "local runner, 64 parallel calls answered",
+        "local_runner.parallel_answered",
+        "== 64",
+        lambda v: v == 64,
+    ),
 )
 INFORMATIONAL = (
     ("window build, 50 msgs (us)", "window_vs_langchain.ours_us_50"),
@@ -164,6 +185,12 @@ INFORMATIONAL = (
     ("largest lag always within the bound (turns)", "coverage.bound_turns"),
     ("local converse p50 (ms)", "local_e2e.p50_ms"),
     ("local converse p99 (ms)", "local_e2e.p99_ms"),
+    ("local runner memory at exchange 100 (MB)", "local_runner.rss_mb_at_100"),
+    ("local runner memory at exchange 2,000 (MB)", "local_runner.rss_mb_at_2000"),
+    ("local runner p50, exchanges 1-100 (ms)", "local_runner.p50_ms_at_100"),
+    ("local runner p99, exchanges 1-100 (ms)", "local_runner.p99_ms_at_100"),
+    ("local runner p50, exchanges 1,901-2,000 (ms)", "local_runner.p50_ms_at_2000"),
+    ("local runner p99, exchanges 1,901-2,000 (ms)", "local_runner.p99_ms_at_2000"),
 )
 
 

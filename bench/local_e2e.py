@@ -11,6 +11,7 @@ figures describe the local runner, not AWS.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,8 @@ STOP_TIMEOUT_SECONDS = 30.0
 REQUEST_TIMEOUT_SECONDS = 30.0
 
 
-def _request(url: str, body: Any | None = None) -> tuple[int, Any]:
+def request_json(url: str, body: Any | None = None) -> tuple[int, Any]:
+    """GET, or POST a JSON body; the status and the decoded answer, a refusal's included."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
     if data is not None:
@@ -61,7 +65,7 @@ def _wait_ready(process: subprocess.Popen[bytes], base_url: str, stderr_path: Pa
                 + stderr_path.read_text(errors="replace")[-3000:]
             )
         try:
-            if _request(f"{base_url}/health")[0] == 200:
+            if request_json(f"{base_url}/health")[0] == 200:
                 return
         except OSError:
             pass  # not listening yet
@@ -81,7 +85,17 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=STOP_TIMEOUT_SECONDS)
 
 
-def run(calls: int = 200, contacts: int = 10) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StartedRunner:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    ready_seconds: float
+    """From starting the process to its first 200 on /health."""
+
+
+@contextlib.contextmanager
+def started_runner() -> Iterator[StartedRunner]:
+    """`python -m local` on a free port with the example rules, answering; stopped on leaving."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     environment = clean_child_environment()
@@ -89,10 +103,6 @@ def run(calls: int = 200, contacts: int = 10) -> dict[str, Any]:
     environment.update(
         {"PORT": str(port), "PYTHONPATH": "functions:.", "RULES_FILE": str(EXAMPLE_RULES)}
     )
-    rounds = -(-calls // contacts)
-    scripts = [conversation(derived_rng("e2e", c), 2 * rounds) for c in range(contacts)]
-    latencies: list[float] = []
-    statuses: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-local-") as scratch:
         stdout_path, stderr_path = Path(scratch) / "stdout.log", Path(scratch) / "stderr.log"
         with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
@@ -107,21 +117,29 @@ def run(calls: int = 200, contacts: int = 10) -> dict[str, Any]:
             )
         try:
             _wait_ready(process, base_url, stderr_path)
-            ready_seconds = time.perf_counter() - started
-            for n in range(rounds):
-                for contact, script in enumerate(scripts):
-                    if len(latencies) == calls:
-                        break
-                    path = f"{base_url}/v1/tenants/{TENANT}/contacts/bench-{contact}"
-                    before = time.perf_counter()
-                    status, _ = _request(
-                        f"{path}/converse", {"message": {"text": script[2 * n].text}}
-                    )
-                    latencies.append((time.perf_counter() - before) * 1000)
-                    statuses[str(status)] = statuses.get(str(status), 0) + 1
-                    _request(f"{path}/turns", {"role": "assistant", "text": script[2 * n + 1].text})
+            yield StartedRunner(process, base_url, time.perf_counter() - started)
         finally:
             _stop(process)
+
+
+def run(calls: int = 200, contacts: int = 10) -> dict[str, Any]:
+    rounds = -(-calls // contacts)
+    scripts = [conversation(derived_rng("e2e", c), 2 * rounds) for c in range(contacts)]
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    with started_runner() as runner:
+        for n in range(rounds):
+            for contact, script in enumerate(scripts):
+                if len(latencies) == calls:
+                    break
+                path = f"{runner.base_url}/v1/tenants/{TENANT}/contacts/bench-{contact}"
+                before = time.perf_counter()
+                status, _ = request_json(
+                    f"{path}/converse", {"message": {"text": script[2 * n].text}}
+                )
+                latencies.append((time.perf_counter() - before) * 1000)
+                statuses[str(status)] = statuses.get(str(status), 0) + 1
+                request_json(f"{path}/turns", {"role": "assistant", "text": script[2 * n + 1].text})
     if statuses.get("200", 0) != len(latencies):
         raise RuntimeError(f"converse calls through the local runner answered {statuses}")
     return {
@@ -132,6 +150,6 @@ def run(calls: int = 200, contacts: int = 10) -> dict[str, Any]:
         "max_ms": rounded(max(latencies), 1),
         "calls": len(latencies),
         "contacts": contacts,
-        "runner_ready_seconds": rounded(ready_seconds, 2),
-        "exit_code": process.returncode,
+        "runner_ready_seconds": rounded(runner.ready_seconds, 2),
+        "exit_code": runner.process.returncode,
     }

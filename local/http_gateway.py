@@ -13,6 +13,7 @@ import base64
 import json
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
@@ -88,6 +89,50 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
     # would otherwise hold a thread, and the shutdown, until it times out.
     protocol_version = "HTTP/1.0"
     server_version = "conversation-memory-local"
+
+    # -- the one line a request -----------------------------------------------------
+
+    _started = 0.0
+    _status: int | None = None
+    _decision: str | None = None
+
+    def handle_one_request(self) -> None:
+        """One request, then its one access-log line; a client gone mid-way is one line too."""
+        self._begin()
+        try:
+            super().handle_one_request()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True
+            self._log_line("client disconnected before the answer")
+            return
+        if self._status is not None:
+            self._log_line()
+
+    def _begin(self) -> None:
+        self._started = time.perf_counter()
+        self._status = None
+        self._decision = None
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        # Called by send_response: the status is logged with the request's one line.
+        self._status = int(code) if str(code).isdigit() else None
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """http.server's own complaint (a malformed request line): the line says the status."""
+
+    def _log_line(self, outcome: str | None = None) -> None:
+        elapsed_ms = (time.perf_counter() - self._started) * 1000
+        # A request line http.server could not parse is shown as received, escaped.
+        request = f"{self.command} {self.path}" if self.command else self._raw_request_line()
+        request = printable(request)
+        status = outcome or f"{self._status} {elapsed_ms:.0f} ms"
+        decision = f" {self._decision}" if self._decision and not outcome else ""
+        sys.stderr.write(f'{self.address_string()} - "{request}" {status}{decision}\n')
+
+    def _raw_request_line(self) -> str:
+        line = getattr(self, "requestline", "") or getattr(self, "raw_requestline", b"")
+        text = line.decode("latin-1") if isinstance(line, bytes) else str(line)
+        return text.strip()[:200] or "-"
 
     def _forward(self) -> None:
         body = self._read_body()
@@ -170,6 +215,7 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         payload = (
             base64.b64decode(raw) if answer.get("isBase64Encoded") else str(raw).encode("utf-8")
         )
+        self._decision = _decision_of(payload)
         self.send_response(int(answer.get("statusCode", 200)))
         for name, values in _answer_headers(answer).items():
             if name.lower() in _HEADERS_WRITTEN_BY_THE_GATEWAY:
@@ -220,8 +266,27 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         self._refuse(status, status.phrase.lower().replace(" ", "_"), message or status.phrase)
 
     def log_message(self, format: str, *args: Any) -> None:
-        # The access log goes to stderr, so stdout carries only what the handler logs.
-        sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+        # The access log goes to stderr, so stdout carries only what the handler logs;
+        # whatever a client sent is escaped, never written raw to the terminal.
+        sys.stderr.write(f"{self.address_string()} - {printable(format % args)}\n")
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped (a TLS hello's bytes, NULs)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def _decision_of(payload: bytes) -> str | None:
+    """A converse answer's decision (`model`, `escalate`), for the access log."""
+    if b'"decision"' not in payload[:200]:
+        return None
+    try:
+        decision = json.loads(payload).get("decision")
+    except (ValueError, AttributeError):
+        return None
+    return decision if isinstance(decision, str) else None
 
 
 # http.server dispatches a request to `do_<METHOD>`: every forwarded method gets one, from

@@ -13,15 +13,15 @@
    transaction touches and puts them back on failure. Everything else, the
    checks, their order, the errors and the all-or-nothing outcome, is moto's
    own code, unchanged.
-
 3. **A query sorts the whole table.** A query on the table's own key gathers
    `all_items()`, every item of every partition sorted, then keeps the
    partition asked for: each read grows with the table. Here that query
    gathers its partition only; the results, their order and their pages are
    the same.
 
-`install()` applies all three, once per process: the local runner's emulation and
-the in-process `mock_aws` of the tests and the benchmarks use the same moto.
+`install()` applies all three, once per process: the local runner's
+emulation and the in-process `mock_aws` of the tests and the benchmarks use
+the same moto. docs/decisions.md says how each belongs upstream.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 
 ItemKey = tuple[str, str]
-# (table name, the key as moto spells it) -> the item's attributes before, or None
+# (table name, the key spelled out) -> (the key, the item's attributes before or None)
 Snapshot = dict[ItemKey, tuple[dict[str, Any], dict[str, Any] | None]]
 
 # moto's own, kept for the tests that hold the two to the same outcomes.

@@ -178,10 +178,34 @@ def configure_environment(environ: MutableMapping[str, str], endpoint_url: str) 
     _default(environ, "POWERTOOLS_SERVICE_NAME", "conversation-memory-local")
     _default(environ, "POWERTOOLS_METRICS_NAMESPACE", "ConversationMemoryLocal")
     environ["POWERTOOLS_TRACE_DISABLED"] = "true"  # no X-Ray daemon to send traces to
+    # One readable line a request in the terminal: the handler's warnings and errors,
+    # not its INFO lines nor a metrics blob per invocation. Either is one variable away
+    # (POWERTOOLS_LOG_LEVEL=INFO, POWERTOOLS_METRICS_DISABLED=false).
+    _default(environ, "POWERTOOLS_LOG_LEVEL", "WARNING")
+    _default(environ, "POWERTOOLS_METRICS_DISABLED", "true")
+    _refuse_unless(environ, "RULES_SOURCE", "file", "the local runner reads RULES_FILE")
     environ["RULES_SOURCE"] = "file"
     _default(environ, "RULES_FILE", str(DEFAULT_RULES_FILE))
     # The local gateway authenticates nobody, so there is no caller to require (SPEC 8).
+    _refuse_unless(
+        environ,
+        "CALLER_IDENTITY",
+        "optional",
+        "the local gateway authenticates no caller, so every request would be refused",
+    )
     environ["CALLER_IDENTITY"] = "optional"
+
+
+def _refuse_unless(
+    environ: MutableMapping[str, str], name: str, honoured: str, reason: str
+) -> None:
+    """A setting the runner cannot honour fails the start rather than being overridden."""
+    value = environ.get(name)
+    if value and value != honoured:
+        raise StartRefused(
+            f"{name}={value} cannot be honoured locally: {reason}; "
+            f"leave {name} unset or set it to {honoured}"
+        )
 
 
 def _default(environ: MutableMapping[str, str], name: str, value: str) -> None:
@@ -243,7 +267,13 @@ def run(environ: MutableMapping[str, str], stop: StopSignals) -> int:
         configure_environment(environ, endpoint_url)
         create_resources(environ)
         handler = load_handler()
-        handler.RULES.install_sighup_reload()
+        handler.RULES.install_sighup_reload(
+            on_reloaded=lambda: print(
+                f"rules reloaded from {environ['RULES_FILE']}: "
+                f"{len(handler.RULES.current().tenants)} tenants",
+                flush=True,
+            )
+        )
         invocations = threading.Lock()
         for worker in background_workers(environ, invocations):
             worker.start()

@@ -78,18 +78,21 @@ class FileRulesSource:
         self._rules = rules
         return True
 
-    def install_sighup_reload(self) -> None:
-        """Reload the file whenever the process receives SIGHUP.
+    def install_sighup_reload(self, on_reloaded: Callable[[], None] | None = None) -> None:
+        """Reload the file whenever the process receives SIGHUP; `on_reloaded` after a success.
 
         Call it from the main thread: Python installs signal handlers only
         there (`signal.signal` raises ValueError elsewhere) and runs them there,
-        between two bytecodes, so `on_rejected` is then called on the main
-        thread too. It replaces any SIGHUP handler already installed.
+        between two bytecodes, so `on_rejected` and `on_reloaded` are then
+        called on the main thread too. It replaces any SIGHUP handler already
+        installed.
         """
-        signal.signal(signal.SIGHUP, self._reload_on_signal)
 
-    def _reload_on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.reload()
+        def reload_on_signal(signum: int, frame: FrameType | None) -> None:
+            if self.reload() and on_reloaded is not None:
+                on_reloaded()
+
+        signal.signal(signal.SIGHUP, reload_on_signal)
 
     def _read(self) -> RulesDocument:
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
 
 from tests.e2e.runner_process import Runner
@@ -113,3 +115,21 @@ def test_a_method_the_gateway_does_not_forward_is_405_in_the_error_shape(shared_
             assert answer["error"]["code"] == "method_not_allowed"
             assert method in answer["error"]["message"]
             assert "POST" in headers["Allow"]
+
+
+def test_the_terminal_gets_one_readable_line_a_request(shared_runner: Runner):
+    status, _ = shared_runner.converse("demo", "one-line", "Hello")
+    assert status == 200
+    # The line is written once the answer is sent: soon after the client has it.
+    deadline = time.monotonic() + 10
+    while not (access := [ln for ln in shared_runner.stderr().splitlines() if "/one-line/" in ln]):
+        assert time.monotonic() < deadline, shared_runner.stderr()[-2000:]
+        time.sleep(0.05)
+    assert len(access) == 1
+    assert re.fullmatch(
+        r'127\.0\.0\.1 - "POST /v1/tenants/demo/contacts/one-line/converse" 200 \d+ ms model',
+        access[0],
+    )
+    # No metrics blob a request, no INFO lines: the handler's warnings and errors only.
+    assert '"_aws"' not in shared_runner.stdout()
+    assert '"level":"INFO"' not in shared_runner.stdout().replace(" ", "")

@@ -35,6 +35,8 @@ def test_sighup_applies_new_rules_and_a_bad_reload_keeps_the_last_good(
     write_rules(rules, {"demo": {}, "x": {}})
     runner.process.send_signal(signal.SIGHUP)
     _eventually(lambda: _converse_status(runner, "x") == 200, "tenant x is served after SIGHUP")
+    reloaded = [line for line in runner.stdout().splitlines() if "rules reloaded" in line]
+    assert reloaded == [f"rules reloaded from {rules}: 2 tenants"]
 
     write_rules(rules, {"demo": {}, "x": {"historyDays": 0}})
     runner.process.send_signal(signal.SIGHUP)
@@ -43,6 +45,7 @@ def test_sighup_applies_new_rules_and_a_bad_reload_keeps_the_last_good(
     )
     rejection = next(line for line in runner.stdout().splitlines() if "rules_rejected" in line)
     assert "tenant 'x', field historyDays" in rejection
+    assert len([line for line in runner.stdout().splitlines() if "rules reloaded" in line]) == 1
     assert runner.process.poll() is None, "a bad reload must not stop the runner"
     assert _converse_status(runner, "x") == 200
     assert _converse_status(runner, "demo") == 200

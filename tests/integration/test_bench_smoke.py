@@ -19,6 +19,7 @@ from bench import (
     emulation,
     fold,
     local_e2e,
+    local_runner,
     prompt_tokens,
     window_vs_langchain,
 )
@@ -105,6 +106,18 @@ def test_the_local_runner_is_driven_over_http_and_stopped():
     assert figures["calls"] == 3
     assert positive_number(figures["p50_ms"])
     assert figures["p99_ms"] >= figures["p50_ms"]
+    assert figures["exit_code"] == 0  # stopped by SIGTERM, cleanly
+
+
+def test_one_local_runner_holds_a_session_and_answers_a_whole_burst():
+    figures = local_runner.run(exchanges=6, early=3, window=3, parallel_calls=4)
+    assert figures["exchanges"] == 6
+    for name in ("rss_mb_at_3", "rss_mb_at_6", "rss_growth", "p50_ms_at_3", "p50_ms_at_6"):
+        assert positive_number(figures[name]), name
+    assert figures["p99_ms_at_6"] >= figures["p50_ms_at_6"]
+    assert figures["parallel_calls"] == 4
+    assert figures["parallel_answered"] == 4  # no connection reset, no error
+    assert figures["parallel_outcomes"] == {"200": 4}
     assert figures["exit_code"] == 0  # stopped by SIGTERM, cleanly
 
 

@@ -53,3 +53,10 @@ def test_the_tooling_targets_install_the_rest(target, tmp_path):
     installs = planned(target, tmp_path)
     assert any("-r requirements.txt" in install for install in installs)
     assert any("-r requirements-dev.txt" in install for install in installs)
+
+
+def test_make_help_lists_install():
+    done = subprocess.run(
+        ["make", "help"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert re.search(r"^make install\s", done.stdout, re.MULTILINE)
