@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 import threading
 import time
@@ -32,6 +33,8 @@ FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
 """How much of a refused body is read and dropped before the connection is closed."""
+
+_DECISION = re.compile(rb'\{"decision":\s*"([a-z_]+)"')
 
 LISTEN_BACKLOG = 128
 """Connections the kernel holds for the gateway before it accepts them."""
@@ -265,11 +268,6 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         status = HTTPStatus(code)
         self._refuse(status, status.phrase.lower().replace(" ", "_"), message or status.phrase)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        # The access log goes to stderr, so stdout carries only what the handler logs;
-        # whatever a client sent is escaped, never written raw to the terminal.
-        sys.stderr.write(f"{self.address_string()} - {printable(format % args)}\n")
-
 
 def printable(text: str) -> str:
     """`text` with every non-printable character escaped (a TLS hello's bytes, NULs)."""
@@ -279,14 +277,12 @@ def printable(text: str) -> str:
 
 
 def _decision_of(payload: bytes) -> str | None:
-    """A converse answer's decision (`model`, `escalate`), for the access log."""
-    if b'"decision"' not in payload[:200]:
-        return None
-    try:
-        decision = json.loads(payload).get("decision")
-    except (ValueError, AttributeError):
-        return None
-    return decision if isinstance(decision, str) else None
+    """A converse answer's decision (`model`, `escalate`), for the access log.
+
+    The handler writes it first in the answer: read there, the body is not parsed twice.
+    """
+    found = _DECISION.match(payload)
+    return found.group(1).decode() if found else None
 
 
 # http.server dispatches a request to `do_<METHOD>`: every forwarded method gets one, from

@@ -379,9 +379,9 @@ def _for_the_workflow(
         if not isinstance(default_id, str) or not re.fullmatch(MESSAGE_ID_PATTERN, default_id):
             raise invalid("defaultMessageId", f"must match {MESSAGE_ID_PATTERN}")
         incoming = dataclasses.replace(incoming, id=default_id)
-    refuse_what_cannot_fit(list(incoming.content))
+    refuse_what_cannot_fit(incoming.content)
     answer = SERVICE.converse(tenant_id, contact_id, incoming, caller)
-    state, fitted = workflow_answer(tenant_id, contact_id, answer, list(incoming.content))
+    state, fitted = workflow_answer(tenant_id, contact_id, answer, incoming.content)
     if fitted is not None and (fitted.omitted_messages or fitted.memory_omitted):
         TELEMETRY.workflow_input_shortened(fitted.omitted_messages, fitted.memory_omitted)
     return state

@@ -9,9 +9,10 @@ state, so the incoming message is not carried alongside it either.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from converse_history.errors import ApiError
+from converse_history.errors import ApiError, invalid
 from memory_core.turns import ContentBlock
 from memory_core.workflow_input import (
     MODEL_INPUT_LIMIT_BYTES,
@@ -23,7 +24,7 @@ from memory_core.workflow_input import (
 WORKFLOW = "workflow"
 
 
-def refuse_what_cannot_fit(content: list[ContentBlock]) -> None:
+def refuse_what_cannot_fit(content: Sequence[ContentBlock]) -> None:
     """A 413 before anything is recorded, for a message the workflow could never carry."""
     if not current_fits({"role": "user", "content": content}):
         raise ApiError(
@@ -35,7 +36,7 @@ def refuse_what_cannot_fit(content: list[ContentBlock]) -> None:
 
 
 def workflow_answer(
-    tenant_id: str, contact_id: str, answer: dict[str, Any], current: list[ContentBlock]
+    tenant_id: str, contact_id: str, answer: dict[str, Any], current: Sequence[ContentBlock]
 ) -> tuple[dict[str, Any], ModelInput | None]:
     """The workflow's state after the history step, and the model input (None on escalate)."""
     state: dict[str, Any] = {
@@ -62,7 +63,7 @@ def reply_text(model_reply: Any) -> str:
     """
     content = model_reply.get("content") if isinstance(model_reply, dict) else None
     if not isinstance(content, list):
-        raise ApiError(400, "invalid_request", "modelReply.content: must be a list of blocks")
+        raise invalid("modelReply.content", "must be a list of blocks")
     for block in content:
         if isinstance(block, dict) and isinstance(block.get("Text"), str) and block["Text"].strip():
             return str(block["Text"])

@@ -29,6 +29,8 @@ STATE_LIMIT_BYTES = 256 * 1024
 # decision, and the error a failing step's Catch adds to it.
 STATE_MARGIN_BYTES = 8 * 1024
 MODEL_INPUT_LIMIT_BYTES = STATE_LIMIT_BYTES - STATE_MARGIN_BYTES
+# A count no omission reaches: the marker at its longest, for the room it takes.
+_WIDEST_COUNT = 10**9
 
 
 def omitted_for_size_marker(messages: int, memory: bool) -> str:
@@ -92,7 +94,8 @@ def _compact(value: Any) -> str:
 
 def current_fits(current: Mapping[str, Any], limit: int = MODEL_INPUT_LIMIT_BYTES) -> bool:
     """Whether the current message, alone with the omission marker, fits the model's input."""
-    alone = _sdk_input([], [_with_marker(tools_as_text([current])[0], 10**9, memory=True)])
+    marked = _with_marker(tools_as_text([current])[0], _WIDEST_COUNT, memory=True)
+    alone = _sdk_input([], [marked])
     return alone.size <= limit
 
 

@@ -161,12 +161,17 @@ def rules_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def make_api(monkeypatch: pytest.MonkeyPatch, rules_file: Path) -> Iterator[Callable[..., Api]]:
+def use_fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials and a region for moto's in-process emulation, and no endpoint beside it."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+@pytest.fixture
+def make_api(monkeypatch: pytest.MonkeyPatch, rules_file: Path) -> Iterator[Callable[..., Api]]:
+    use_fake_credentials(monkeypatch)
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         sqs = boto3.client("sqs")

@@ -25,16 +25,14 @@ from moto.dynamodb.models.table import Table
 
 from local import moto_dynamodb
 from local.aws_resources import create_table
+from tests.integration.conftest import use_fake_credentials
 
 KEYS = ["a", "b", "c"]
 
 
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    use_fake_credentials(monkeypatch)
     with mock_aws():
         client = boto3.client("dynamodb")
         for name in ("fixed", "moto"):
