@@ -426,6 +426,9 @@ class MemoryResponse(BaseModel):
 class ErrorDetail(BaseModel):
     code: str
     message: str
+    retryAfterSeconds: int | None = Field(
+        default=None, description="rate_limited only: seconds until the contact may send again"
+    )
 
 
 class ErrorResponse(BaseModel):

@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    """A refusal: its status, its code and message, and the headers that go with it.
+
+    `details` are extra fields of the error object (a 429's `retryAfterSeconds`);
+    `headers` are sent with the answer (its `Retry-After`, a 405's `Allow`).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.details = details or {}
+        self.headers = headers or {}
 
-    def body(self) -> dict[str, dict[str, str]]:
-        return {"error": {"code": self.code, "message": self.message}}
+    def body(self) -> dict[str, dict[str, Any]]:
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
 
 
 def invalid(field: str, reason: str) -> ApiError:

@@ -265,7 +265,12 @@ def _failed(error: Exception) -> Response[str]:
 
 
 def _error_response(error: ApiError) -> Response[str]:
-    return Response(error.status, content_types.APPLICATION_JSON, json.dumps(error.body()))
+    return Response(
+        error.status,
+        content_types.APPLICATION_JSON,
+        json.dumps(error.body()),
+        headers=error.headers or None,
+    )
 
 
 def _first_invalid_field(errors: Any) -> ApiError:
@@ -470,7 +475,7 @@ def _unsupported_media_type(event: dict[str, Any]) -> ApiError | None:
 def _proxy_answer(error: ApiError) -> dict[str, Any]:
     return {
         "statusCode": error.status,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "headers": {"Content-Type": content_types.APPLICATION_JSON, **error.headers},
         "body": json.dumps(error.body()),
         "isBase64Encoded": False,
     }
