@@ -4,17 +4,18 @@
 
 Exits 0 and names the tenants when the file is valid under the settings in the
 environment (`TURN_RETENTION_DAYS` bounds `historyDays`); exits 1 with the
-reason when it is not, and 2 when the file cannot be read as JSON.
+reason when it is not, and 2 when the file cannot be read as JSON: not UTF-8,
+not JSON, or a key given twice in one object (which Python's own parser would
+let through, keeping the last: `"tenants"` twice can empty the tenant list).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from memory_core.rules import InvalidRules, parse_rules
+from memory_core.rules import InvalidRules, UnreadableRules, load_rules_json, parse_rules
 from memory_core.settings import InvalidSettings, load_settings
 
 
@@ -26,9 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        document = json.loads(args.file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        raw = args.file.read_bytes()
+    except OSError as error:
         print(f"{args.file}: cannot be read as JSON: {error}", file=sys.stderr)
+        return 2
+    try:
+        document = load_rules_json(raw)
+    except UnreadableRules as refusal:  # not UTF-8, not JSON, or a key given twice
+        print(f"{args.file}: {refusal}", file=sys.stderr)  # as the service would refuse it
         return 2
     try:
         rules = parse_rules(document, load_settings().turn_retention_days)

@@ -4,12 +4,13 @@ Settings come from CDK context (`-c NAME=value`) or, failing that, the synth
 process's environment, under the same names as the Lambdas' variables. They
 go through `load_settings`, so a window below twice the fold fails
 `cdk synth` with the validator's message, before anything reaches AWS; the
-initial rules document goes through `parse_rules` the same way.
+initial rules document is read by `load_rules_json` (a key given twice is
+refused, naming the key) and checked by `parse_rules` the same way, the
+refusal naming the file.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from constructs import Node
 
 from infra.log_retention import RETENTION_DAYS
 from infra.model_access import parse_model_id
-from memory_core.rules import parse_rules
+from memory_core.rules import InvalidRules, load_rules_json, parse_rules
 from memory_core.settings import FIELDS, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,8 +68,11 @@ def load_config(node: Node, environ: Mapping[str, str]) -> DeploymentConfig:
     }
     settings = load_settings(settings_values)
     rules_path = ROOT / (value("rulesFile", "rules.example.json") or "")
-    rules_document = json.loads(rules_path.read_text(encoding="utf-8"))
-    parse_rules(rules_document, settings.turn_retention_days)
+    try:
+        rules_document = load_rules_json(rules_path.read_bytes())
+        parse_rules(rules_document, settings.turn_retention_days)
+    except InvalidRules as refusal:  # not UTF-8, not JSON, a key twice, or bad rules
+        raise InvalidRules(f"{rules_path}: {refusal}") from None
     stage = value("stage", "prod")
     if stage not in ("prod", "dev"):
         raise ValueError(f"context stage must be 'prod' or 'dev', not {stage!r}")

@@ -14,8 +14,6 @@ error and emits the metric.
 
 from __future__ import annotations
 
-import functools
-import json
 import signal
 import time
 from collections.abc import Callable
@@ -26,13 +24,17 @@ from typing import Protocol
 
 from aws_lambda_powertools.utilities import parameters
 
-from memory_core.rules import InvalidRules, RulesDocument, parse_rules
+from memory_core.rules import InvalidRules, RulesDocument, load_rules_json, parse_rules
 
 RejectionHandler = Callable[[str], None]
 """Receives why new rules were refused, while the last good rules keep being served."""
 
-AppConfigFetch = Callable[[], object]
-"""Returns the current configuration document, already decoded from JSON."""
+AppConfigFetch = Callable[[], bytes | str]
+"""Returns the current configuration document as AppConfig holds it: JSON text, not yet parsed.
+
+Not parsed, so that our strict reading sees it: Python's `json.loads` (which
+Powertools' `transform="json"` uses) keeps the last of two equal keys.
+"""
 
 
 class RulesSource(Protocol):
@@ -96,18 +98,12 @@ class FileRulesSource:
 
     def _read(self) -> RulesDocument:
         try:
-            text = self._path.read_text(encoding="utf-8")
+            raw = self._path.read_bytes()
         except OSError as error:
             raise InvalidRules(f"{self._path}: cannot be read: {error.strerror or error}") from None
-        except UnicodeDecodeError as error:
-            raise InvalidRules(f"{self._path}: is not UTF-8 text: {error}") from None
         try:
-            document = json.loads(text)
-        except ValueError as error:
-            raise InvalidRules(f"{self._path}: is not JSON: {error}") from None
-        try:
-            return parse_rules(document, self._turn_retention_days)
-        except InvalidRules as refusal:
+            return parse_rules(load_rules_json(raw), self._turn_retention_days)
+        except InvalidRules as refusal:  # not UTF-8, not JSON, a key twice, or bad rules
             raise InvalidRules(f"{self._path}: {refusal}") from None
 
 
@@ -115,7 +111,7 @@ class FileRulesSource:
 class _Fetched:
     """The last document fetched, and what came of it: its rules, or why it was refused."""
 
-    document: object
+    document: bytes | str
     outcome: RulesDocument | str
 
 
@@ -123,10 +119,13 @@ class AppConfigRulesSource:
     """The rules deployed to AWS AppConfig, through Powertools Parameters.
 
     Powertools caches the document for `max_age_seconds`, so a new AppConfig
-    deployment applies within that age, without a redeploy. A document is
-    parsed only when it differs from the last one fetched (Powertools hands
-    back the same object while cached, and an equal one when nothing was
-    deployed since), so the hot path costs an identity check.
+    deployment applies within that age, without a redeploy. The document is
+    fetched as the bytes AppConfig holds, not through Powertools' JSON
+    transform, and read by `load_rules_json`, which refuses a key given
+    twice. It is parsed only when it differs from the last one fetched
+    (Powertools hands back the same bytes object while cached, and equal
+    bytes when nothing was deployed since), so the hot path costs an
+    identity check.
 
     When a fetch fails or a new document is invalid, the last good rules keep
     being served and `on_rejected` gets the reason: once per refused document,
@@ -151,14 +150,10 @@ class AppConfigRulesSource:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._where = f"AppConfig {application}/{environment}/{profile}"
-        self._fetch: AppConfigFetch = fetch or functools.partial(
-            parameters.get_app_config,
-            name=profile,
-            environment=environment,
-            application=application,
-            transform="json",
-            max_age=max_age_seconds,
-        )
+        self._application = application
+        self._environment = environment
+        self._profile = profile
+        self._fetch: AppConfigFetch = fetch or self._get_app_config
         self._turn_retention_days = turn_retention_days
         self._on_rejected = on_rejected
         self._max_age_seconds = max_age_seconds
@@ -183,14 +178,26 @@ class AppConfigRulesSource:
                 return last.outcome
             return self._last_good_instead(last.outcome, report=False)  # reported when first seen
         try:
-            rules = parse_rules(document, self._turn_retention_days)
-        except InvalidRules as refusal:
+            rules = parse_rules(load_rules_json(document), self._turn_retention_days)
+        except InvalidRules as refusal:  # not UTF-8, not JSON, a key twice, or bad rules
             reason = f"{self._where}: {refusal}"
             self._last_fetched = _Fetched(document, reason)
             return self._last_good_instead(reason, report=True)
         self._last_fetched = _Fetched(document, rules)
         self._last_good = rules
         return rules
+
+    def _get_app_config(self) -> bytes | str:
+        """The configuration's bytes, from Powertools' cache, untransformed (see AppConfigFetch)."""
+        document = parameters.get_app_config(
+            name=self._profile,
+            environment=self._environment,
+            application=self._application,
+            max_age=self._max_age_seconds,
+        )
+        if not isinstance(document, bytes | str):  # Powertools' AppConfigProvider returns bytes
+            raise TypeError(f"expected the configuration's bytes, got {type(document).__name__}")
+        return document
 
     def _last_good_instead(self, reason: str, *, report: bool) -> RulesDocument:
         if self._last_good is None:

@@ -35,6 +35,23 @@ def test_bad_initial_rules_fail_the_synth(tmp_path):
         synthesise({"rulesFile": str(rules)})
 
 
+@pytest.mark.parametrize(
+    ("content", "key"),
+    [
+        ('{"tenants": {"acme": {"historyDays": 14}}, "tenants": {}}', "tenants"),
+        ('{"tenants": {"acme": {"historyDays": 7, "historyDays": 30}}}', "historyDays"),
+    ],
+    ids=["top", "tenant-field"],
+)
+def test_a_key_given_twice_in_the_initial_rules_fails_the_synth_naming_it(tmp_path, content, key):
+    json.loads(content)  # Python's own parser lets it through, keeping the last
+    rules = tmp_path / "rules.json"
+    rules.write_text(content)
+    with pytest.raises(InvalidRules) as refused:
+        synthesise({"rulesFile": str(rules)})
+    assert str(refused.value) == f"{rules}: duplicate key {key!r}"
+
+
 def test_a_dev_stage_may_drop_deletion_protection_and_retention():
     _, template = synthesise({"stage": "dev"})
     (table,) = of_type(template.to_json()["Resources"], "AWS::DynamoDB::GlobalTable").values()

@@ -730,11 +730,11 @@ class _Fetch:
         self.error: Exception | None = None
         self.failures = 0
 
-    def __call__(self) -> Any:
+    def __call__(self) -> bytes:
         if self.error is not None:
             self.failures += 1
             raise self.error
-        return self.document
+        return json.dumps(self.document).encode()  # the configuration's bytes, as Powertools'
 
 
 class _Clock:

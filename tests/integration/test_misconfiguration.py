@@ -317,7 +317,12 @@ def test_every_bad_rule_deployed_to_appconfig_keeps_the_last_good_rules():
     deployed: list[Any] = [GOOD_RULES]
     rejected: list[str] = []
     source = AppConfigRulesSource(
-        "memory", "prod", "tenant-rules", RETENTION, rejected.append, fetch=lambda: deployed[0]
+        "memory",
+        "prod",
+        "tenant-rules",
+        RETENTION,
+        rejected.append,
+        fetch=lambda: json.dumps(deployed[0]).encode(),  # the configuration's bytes
     )
     good = source.current()
     for document, named in RULE_ROWS:

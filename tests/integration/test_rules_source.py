@@ -42,6 +42,21 @@ BAD_HISTORY_DAYS = _rules(0)
 ABOVE_RETENTION = _rules(RETENTION + 1)
 UNKNOWN_FIELD = {"tenants": {"acme": {"historyDayz": 7}}}
 
+# Documents Python's json.loads accepts, keeping the last of the two equal keys:
+# each would be served as valid rules, with the first value silently dropped.
+DUPLICATE_KEYS = [
+    pytest.param('{"tenants": {"acme": {"historyDays": 14}}, "tenants": {}}', "tenants", id="top"),
+    pytest.param('{"tenants": {"acme": {"historyDays": 7}, "acme": {}}}', "acme", id="tenant"),
+    pytest.param(
+        '{"tenants": {"acme": {"historyDays": 7, "historyDays": 30}}}', "historyDays", id="field"
+    ),
+    pytest.param(
+        '{"tenants": {"acme": {"rateLimit": {"messages": 5, "perSeconds": 60, "messages": 50}}}}',
+        "messages",
+        id="nested",
+    ),
+]
+
 
 @pytest.fixture
 def rejections() -> list[str]:
@@ -112,6 +127,18 @@ def test_invalid_rules_fail_the_start_naming_file_tenant_and_field(
     assert f"tenant 'acme', {field}" in reason
 
 
+@pytest.mark.parametrize(("text", "key"), DUPLICATE_KEYS)
+def test_a_key_given_twice_fails_the_start_naming_the_file_and_the_key(
+    rules_file, rejections, text, key
+):
+    json.loads(text)  # Python's own parser lets it through
+    _write(rules_file, text)
+    with pytest.raises(InvalidRules) as refused:
+        FileRulesSource(rules_file, RETENTION, rejections.append)
+    assert str(refused.value) == f"{rules_file}: duplicate key {key!r}"
+    assert rejections == []
+
+
 def test_a_reload_applies_the_edited_rules(file_source, rules_file, rejections):
     _write(rules_file, {"tenants": {"acme": {"historyDays": 7}, "globex": {}}})
     assert file_source.reload() is True
@@ -157,6 +184,17 @@ def test_good_rules_after_a_bad_reload_apply(file_source, rules_file, rejections
     assert len(rejections) == 1
 
 
+@pytest.mark.parametrize(("text", "key"), DUPLICATE_KEYS)
+def test_a_reload_with_a_key_given_twice_keeps_the_last_good_rules(
+    file_source, rules_file, rejections, text, key
+):
+    served = file_source.current()
+    _write(rules_file, text)
+    assert file_source.reload() is False
+    assert file_source.current() is served
+    assert rejections == [f"{rules_file}: duplicate key {key!r}"]
+
+
 @pytest.fixture
 def restore_sighup():
     previous = signal.getsignal(signal.SIGHUP)
@@ -184,22 +222,46 @@ def test_sighup_with_a_bad_file_keeps_the_last_good_rules(file_source, rules_fil
     assert "tenant 'acme', field historyDays" in rejections[0]
 
 
+@pytest.mark.usefixtures("restore_sighup")
+def test_sighup_with_a_key_given_twice_keeps_the_last_good_rules(
+    file_source, rules_file, rejections
+):
+    file_source.install_sighup_reload()
+    _write(rules_file, '{"tenants": {"acme": {"historyDays": 3}}, "tenants": {}}')
+    os.kill(os.getpid(), signal.SIGHUP)
+    assert _history_days(file_source.current()) == 14
+    assert rejections == [f"{rules_file}: duplicate key 'tenants'"]
+
+
 # --- AppConfig, through an injected fetch ---------------------------------------------
 
 
 class FakeAppConfig:
-    """What Powertools' get_app_config returns (or raises), and how often it was asked."""
+    """What Powertools' untransformed get_app_config returns (or raises), and how often.
+
+    That is the configuration's bytes: a document assigned is served as its
+    JSON, the same bytes object until the next assignment (as from Powertools'
+    cache); bytes or text assigned are served as they are.
+    """
 
     def __init__(self, document: Any) -> None:
         self.document = document
         self.error: Exception | None = None
         self.calls = 0
 
-    def __call__(self) -> Any:
+    @property
+    def document(self) -> bytes | str:
+        return self._raw
+
+    @document.setter
+    def document(self, document: Any) -> None:
+        self._raw = document if isinstance(document, bytes | str) else json.dumps(document).encode()
+
+    def __call__(self) -> bytes | str:
         self.calls += 1
         if self.error is not None:
             raise self.error
-        return self.document
+        return self._raw
 
 
 class FakeClock:
@@ -328,6 +390,52 @@ def test_without_any_good_document_an_invalid_one_raises_naming_the_field(reject
     assert rejections == []
 
 
+@pytest.mark.parametrize(("text", "key"), DUPLICATE_KEYS)
+def test_a_document_with_a_key_given_twice_is_refused_naming_the_key(rejections, clock, text, key):
+    json.loads(text)  # what Powertools' transform="json" would have served as valid
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    good = source.current()
+    fetch.document = text.encode()
+    assert source.current() is good
+    assert source.current() is good
+    assert rejections == [f"{WHERE}: duplicate key {key!r}"]  # once per document deployed
+
+
+@pytest.mark.parametrize(("text", "key"), DUPLICATE_KEYS)
+def test_without_any_good_document_a_key_given_twice_raises_naming_it(rejections, clock, text, key):
+    source = _appconfig_source(FakeAppConfig(text.encode()), rejections, clock)
+    with pytest.raises(RulesUnavailable) as refused:
+        source.current()
+    assert str(refused.value) == f"{WHERE}: duplicate key {key!r}"
+    assert rejections == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected_reason"),
+    [
+        (b'{"tenants": {"\xff": {}}}', "is not UTF-8 text: "),
+        (b'{"tenants": {', "is not JSON: "),
+        (b"", "is not JSON: "),
+        (b'{"tenants": {"acme": {"historyDays": NaN}}}', "is not JSON: NaN and Infinity"),
+        (b'{"tenants": {"acme": {"historyDays": 1e400}}}', "is not JSON: a number is too large"),
+    ],
+    ids=["not-utf8", "cut", "empty", "nan", "huge"],
+)
+def test_a_document_that_is_not_utf8_json_keeps_the_last_good_rules(
+    rejections, clock, raw, expected_reason
+):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    good = source.current()
+    fetch.document = raw
+    assert source.current() is good
+    assert len(rejections) == 1
+    assert rejections[0].startswith(f"{WHERE}: {expected_reason}")
+    fetch.document = _rules(9)  # a fix deployed afterwards applies
+    assert _history_days(source.current()) == 9
+
+
 # --- AppConfig, through the real Powertools get_app_config ----------------------------
 
 
@@ -351,7 +459,10 @@ def aws_environment(monkeypatch):
 
 
 def _configuration(document: Any, next_token: str) -> dict[str, Any]:
-    content = b"" if document is None else json.dumps(document).encode()
+    if document is None or isinstance(document, bytes):
+        content = document or b""
+    else:
+        content = json.dumps(document).encode()
     return {
         "Configuration": io.BytesIO(content),  # the streaming body Powertools reads
         "NextPollConfigurationToken": next_token,
@@ -465,3 +576,54 @@ def test_powertools_get_app_config_under_moto(rejections):
     source = AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
     assert _history_days(source.current()) == 14
     assert rejections == []
+
+
+@pytest.mark.usefixtures("aws_environment")
+def test_powertools_get_app_config_with_a_key_given_twice_keeps_the_last_good_rules(
+    monkeypatch, rejections
+):
+    # Powertools' transform="json" would parse this with json.loads and serve
+    # an empty tenant list: the source reads the bytes itself, strictly.
+    client = boto3.client("appconfigdata")
+    stub = Stubber(client)
+    monkeypatch.setitem(
+        DEFAULT_PROVIDERS,
+        "appconfig",
+        parameters.AppConfigProvider(environment=ENV, application=APP, boto3_client=client),
+    )
+    source = AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
+    stub.add_response(
+        "start_configuration_session",
+        {"InitialConfigurationToken": "token-1"},
+        {
+            "ApplicationIdentifier": APP,
+            "EnvironmentIdentifier": ENV,
+            "ConfigurationProfileIdentifier": PROFILE,
+        },
+    )
+    stub.add_response(
+        "get_latest_configuration",
+        _configuration(_rules(14), "token-2"),
+        {"ConfigurationToken": "token-1"},
+    )
+    duplicated = b'{"tenants": {"acme": {"historyDays": 14}}, "tenants": {}}'
+    with stub:
+        good = source.current()
+        DEFAULT_PROVIDERS["appconfig"].clear_cache()
+        stub.add_response(
+            "get_latest_configuration",
+            _configuration(duplicated, "token-3"),
+            {"ConfigurationToken": "token-2"},
+        )
+        assert source.current() is good
+        # Still deployed (AppConfig answers with no content; Powertools hands
+        # back the same bytes): still refused, reported once.
+        DEFAULT_PROVIDERS["appconfig"].clear_cache()
+        stub.add_response(
+            "get_latest_configuration",
+            _configuration(None, "token-4"),
+            {"ConfigurationToken": "token-3"},
+        )
+        assert source.current() is good
+        stub.assert_no_pending_responses()
+    assert rejections == [f"{WHERE}: duplicate key 'tenants'"]

@@ -87,14 +87,44 @@ def test_a_file_that_is_not_json_exits_2(tmp_path, capsys, content):
     assert _validate(path) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert f"{path}: cannot be read as JSON" in err
+    assert err.startswith(f"{path}: is not JSON: ")
 
 
 def test_a_file_that_is_not_utf8_exits_2(tmp_path, capsys):
     path = tmp_path / "rules.json"
     path.write_bytes(b'{"tenants": {"\xff": {}}}')
     assert _validate(path) == 2
-    assert "cannot be read as JSON" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(f"{path}: is not UTF-8 text: ")
+
+
+@pytest.mark.parametrize(
+    ("content", "key"),
+    [
+        ('{"tenants": {"acme": {"historyDays": 14}}, "tenants": {}}', "tenants"),
+        ('{"tenants": {"acme": {"historyDays": 7}, "acme": {}}}', "acme"),
+        ('{"tenants": {"acme": {"historyDays": 7, "historyDays": 30}}}', "historyDays"),
+        (
+            '{"tenants": {"acme": {"rateLimit": {"messages": 5, "perSeconds": 9, "messages": 6}}}}',
+            "messages",
+        ),
+    ],
+    ids=["top", "tenant", "field", "nested"],
+)
+def test_a_key_given_twice_exits_2_naming_the_file_and_the_key(tmp_path, capsys, content, key):
+    json.loads(content)  # Python's own parser lets it through, keeping the last
+    path = tmp_path / "rules.json"
+    path.write_text(content, encoding="utf-8")
+    assert _validate(path) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip() == f"{path}: duplicate key {key!r}"
+
+
+def test_numbers_python_would_take_exit_2(tmp_path, capsys):
+    path = tmp_path / "rules.json"
+    path.write_text('{"tenants": {"acme": {"historyDays": NaN}}}', encoding="utf-8")
+    assert _validate(path) == 2
+    assert capsys.readouterr().err.strip() == f"{path}: is not JSON: NaN and Infinity are not JSON"
 
 
 def test_a_missing_file_exits_2(tmp_path, capsys):

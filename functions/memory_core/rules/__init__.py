@@ -1,4 +1,4 @@
-"""Tenant rules: the model, the refusals, and the schema's retention bound."""
+"""Tenant rules: the model, the refusals, the schema's retention bound, the strict JSON reading."""
 
 from memory_core.rules.model import (
     CALLER_ARN_PATTERN,
@@ -10,6 +10,7 @@ from memory_core.rules.model import (
     parse_rules,
 )
 from memory_core.rules.schema import SCHEMA_FILE, schema_with_retention
+from memory_core.rules.text import UnreadableRules, load_rules_json
 
 __all__ = [
     "CALLER_ARN_PATTERN",
@@ -19,6 +20,8 @@ __all__ = [
     "RateLimit",
     "RulesDocument",
     "TenantRules",
+    "UnreadableRules",
+    "load_rules_json",
     "parse_rules",
     "schema_with_retention",
 ]
