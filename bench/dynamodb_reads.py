@@ -125,7 +125,7 @@ def seed_conversation(dynamodb: Any, key: ConversationKey, turns: list[Turn]) ->
     writer = DynamoDBConversationStore(keeping, TABLE, settings.turn_retention_days)
     tokens = [estimate_turn_tokens(turn) for turn in turns]
     for turn, estimate in zip(turns, tokens, strict=True):
-        writer.record_reply(key, turn, estimate)
+        writer.record_reply(key, turn, estimate, lifetime_days=settings.turn_retention_days)
     for start in range(0, len(keeping.turn_items), 25):
         batch = keeping.turn_items[start : start + 25]
         dynamodb.batch_write_item(
@@ -155,7 +155,7 @@ def seed_conversation(dynamodb: Any, key: ConversationKey, turns: list[Turn]) ->
         )
         committed = store.commit_fold(
             key,
-            next_fold(None, folded, summary.text),
+            next_fold(None, folded, summary.text, version=1),
             watermark=folded[-1].position,
             late_passed=0,
             expected_version=0,

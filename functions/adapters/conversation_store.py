@@ -44,6 +44,9 @@ class RecordedTurn:
     turn_count: int | None
     decision: str | None
     dropped: int | None
+    memory_version: int | None = None
+    """The version of the memory the first answer served (`Fold.version`); 0 when it
+    served none; None for a marker written before versions were kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,7 @@ class ConversationStore(Protocol):
     ) -> Snapshot: ...
     def state(self, key: ConversationKey) -> ConversationState | None: ...
     def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None: ...
+    def fold_at(self, key: ConversationKey, version: int) -> Fold | None: ...
     def unfolded_turns(
         self, key: ConversationKey, after: TurnPosition | None, limit: int
     ) -> list[StoredTurn]: ...
@@ -149,8 +153,12 @@ class ConversationStore(Protocol):
         turn_count: int,
         decision: str,
         dropped: int | None,
+        memory_version: int,
+        lifetime_days: int,
     ) -> None: ...
-    def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None: ...
+    def record_reply(
+        self, key: ConversationKey, turn: Turn, tokens: int, *, lifetime_days: int
+    ) -> None: ...
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None: ...
     def claim(
         self,

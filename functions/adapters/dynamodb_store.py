@@ -6,6 +6,7 @@ Single-table layout, every key prefixed by the tenant:
 | --- | --- | --- |
 | turn | `TENANT#t#CONTACT#c` | `TURN#<sentAt>#<recordedAt>#<turnId>` |
 | message-id marker | same | `MSGID#<turnId>` |
+| memory as a compaction wrote it | same | `FOLD#<compaction version>` |
 | conversation state | same | `TURN#~STATE` |
 
 The state's sort key sorts after every turn (`~` follows the digits), so one
@@ -48,6 +49,9 @@ from memory_core.turns import Turn, TurnPosition
 STATE_SK = "TURN#~STATE"
 TURN_PREFIX = "TURN#"
 MARKER_PREFIX = "MSGID#"
+FOLD_PREFIX = "FOLD#"
+FOLD_VERSION_DIGITS = 12
+"""Fixed width, so the memory items sort by version."""
 TTL_ATTRIBUTE = "expiresAt"
 TURNS_END = TURN_PREFIX + "~"
 """Sorts after every turn key and before the state's (`TURN#~STATE`)."""
@@ -147,6 +151,18 @@ class DynamoDBConversationStore:
         )
         item = response.get("Item")
         return _marker_from(item) if item else None
+
+    def fold_at(self, key: ConversationKey, version: int) -> Fold | None:
+        """The memory compaction `version` wrote, as a replay's first answer served it."""
+        response = self._client.get_item(
+            TableName=self._table,
+            Key=_key(key.partition, _fold_sort_key(version)),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        if not item or is_expired(int(item[TTL_ATTRIBUTE]["N"]), self._now()):
+            return None
+        return _fold_from(item)
 
     def _query_pages(
         self, key: ConversationKey, since: datetime, page_size: int
@@ -256,8 +272,14 @@ class DynamoDBConversationStore:
         turn_count: int,
         decision: str,
         dropped: int | None,
+        memory_version: int,
+        lifetime_days: int,
     ) -> None:
         """The contact's message and the state change, as one conditional transaction.
+
+        The message-id marker keeps what the answer needs to be given again
+        (the count, the decision, what the window dropped, the memory's version);
+        the turn, its marker and the state live `lifetime_days`.
 
         `change.late` comes from the state the caller read: a late turn joins
         the late list, any other must still sort above the compaction marks
@@ -267,8 +289,8 @@ class DynamoDBConversationStore:
         """
         encoded = encode_content(turn)
         check_item_size(encoded)
-        ttl = expires_at(turn.sent_at, self._retention_days)
-        state_ttl = self._state_ttl(turn)
+        ttl = expires_at(turn.sent_at, lifetime_days)
+        state_ttl = self._state_ttl(turn, lifetime_days)
         names = {"#version": "version"}
         values: dict[str, Any] = {
             ":next": {"N": str(change.expected_version + 1)},
@@ -316,12 +338,14 @@ class DynamoDBConversationStore:
                 tokens=tokens,
                 ttl=ttl,
                 state_update=state_update,
-                marker_extra=_marker_extra(turn_count, decision, dropped),
+                marker_extra=_marker_extra(turn_count, decision, dropped, memory_version),
             )
         except _StateConditionFailed:
             raise VersionConflict() from None
 
-    def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
+    def record_reply(
+        self, key: ConversationKey, turn: Turn, tokens: int, *, lifetime_days: int
+    ) -> None:
         """An agent's (or a person's) reply: the turn and the counters, in one transaction.
 
         No read first: the counters move by increments, so no version is needed.
@@ -331,19 +355,26 @@ class DynamoDBConversationStore:
         encoded = encode_content(turn)
         check_item_size(encoded)
         try:
-            self._record_reply(key, turn, encoded, tokens, late=False)
+            self._record_reply(key, turn, encoded, tokens, lifetime_days, late=False)
         except _StateConditionFailed:
             # The marks only move forward: a late reply stays late, one more commit.
-            self._record_reply(key, turn, encoded, tokens, late=True)
+            self._record_reply(key, turn, encoded, tokens, lifetime_days, late=True)
 
     def _record_reply(
-        self, key: ConversationKey, turn: Turn, encoded: str, tokens: int, *, late: bool
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        encoded: str,
+        tokens: int,
+        lifetime_days: int,
+        *,
+        late: bool,
     ) -> None:
         sort_key = {"S": turn_sort_key(turn.position)}
         values: dict[str, Any] = {
             ":one": {"N": "1"},
             ":tokens": {"N": str(tokens)},
-            ":state_ttl": {"N": str(self._state_ttl(turn))},
+            ":state_ttl": {"N": str(self._state_ttl(turn, lifetime_days))},
         }
         sets = [f"{TTL_ATTRIBUTE} = :state_ttl"]
         if late:
@@ -363,18 +394,18 @@ class DynamoDBConversationStore:
             turn,
             encoded=encoded,
             tokens=tokens,
-            ttl=expires_at(turn.sent_at, self._retention_days),
+            ttl=expires_at(turn.sent_at, lifetime_days),
             state_update=state_update,
             marker_extra={},
         )
 
-    def _state_ttl(self, turn: Turn) -> int:
-        """The state lives the retention past its latest write, whatever the turn's `sentAt`.
+    def _state_ttl(self, turn: Turn, lifetime_days: int) -> int:
+        """The state lives as long as a turn recorded now, whatever the turn's `sentAt`.
 
         A late turn (a reply filed with an old `sentAt`) must not bring the
         expiry of the fold and the counters forward.
         """
-        return expires_at(max(turn.sent_at, self._now()), self._retention_days)
+        return expires_at(max(turn.sent_at, self._now()), lifetime_days)
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
         """Give back a lease this call took, when its compaction request could not be sent."""
@@ -428,6 +459,12 @@ class DynamoDBConversationStore:
         turns recorded meanwhile still count); the lease and the claim clear.
         False when another compactor won: the loser neither overwrites nor
         loses a turn.
+
+        A new fold is also kept as its own item, `FOLD#<version>`, in the same
+        transaction: an answer records the version of the memory it served,
+        and a replay after later folds answers with that memory again. It lives
+        as long as any turn can (twice the retention, an upper bound of every
+        tenant's turn lifetime), since the compactor does not know the tenant's rules.
         """
         values: dict[str, Any] = {
             ":version": {"N": str(expected_version + 1)},
@@ -451,16 +488,52 @@ class DynamoDBConversationStore:
             values[":from"] = {"S": format_instant(fold.covers_from)}
             values[":until"] = {"S": format_instant(fold.covers_until)}
             values[":folded"] = {"N": str(fold.turns_folded)}
+            sets.append("foldSummaryVersion = :summary_version")
+            values[":summary_version"] = {"N": str(fold.version)}
         condition = _compaction_version_is(expected_version, values)
-        return self._conditional_update(
-            key,
+        update = (
             "SET "
             + ", ".join(sets)
             + " ADD unfoldedTokens :tokens, unfoldedTurns :turns REMOVE "
-            + ", ".join(removals),
-            f"attribute_exists(SK) AND {condition}",
-            values,
+            + ", ".join(removals)
         )
+        if fold is None:
+            return self._conditional_update(
+                key, update, f"attribute_exists(SK) AND {condition}", values
+            )
+        kept = self._fold_item(key, fold)
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": _key(key.partition, STATE_SK),
+                            "UpdateExpression": update,
+                            "ConditionExpression": f"attribute_exists(SK) AND {condition}",
+                            "ExpressionAttributeValues": values,
+                        }
+                    },
+                    {"Put": _put(self._table, kept)},
+                ]
+            )
+        except ClientError as error:
+            if _state_check_failed(error):
+                return False
+            raise
+        return True
+
+    def _fold_item(self, key: ConversationKey, fold: Fold) -> Item:
+        lifetime_days = 2 * self._retention_days
+        return {
+            **_key(key.partition, _fold_sort_key(fold.version)),
+            "foldSummary": {"S": fold.summary},
+            "foldCoversFrom": {"S": format_instant(fold.covers_from)},
+            "foldCoversUntil": {"S": format_instant(fold.covers_until)},
+            "turnsFolded": {"N": str(fold.turns_folded)},
+            "foldSummaryVersion": {"N": str(fold.version)},
+            TTL_ATTRIBUTE: {"N": str(expires_at(self._now(), lifetime_days))},
+        }
 
     def clear_lease(self, key: ConversationKey, *, expected_recorded: int) -> None:
         """Nothing left to fold: let the next turn ask again when there is.
@@ -597,6 +670,18 @@ and retried with backoff like a lost race (found by tests/integration/test_fault
 """
 
 
+def _state_check_failed(error: ClientError) -> bool:
+    """The transaction was cancelled because the state's (first item's) condition failed."""
+    if error.response["Error"]["Code"] != "TransactionCanceledException":
+        return False
+    reasons = error.response.get("CancellationReasons", [])
+    return bool(reasons) and reasons[0].get("Code") == "ConditionalCheckFailed"
+
+
+def _fold_sort_key(version: int) -> str:
+    return f"{FOLD_PREFIX}{version:0{FOLD_VERSION_DIGITS}d}"
+
+
 def _join_the_late_list(sort_key: dict[str, str], tokens: int, values: dict[str, Any]) -> str:
     """The SET clause that appends the turn to the late list (created if absent).
 
@@ -690,12 +775,18 @@ def _fold_from(item: Mapping[str, Any]) -> Fold | None:
         covers_from=covers_from,
         covers_until=covers_until,
         turns_folded=_number(item, "turnsFolded"),
+        # A summary written before versions were kept: the state's compaction version.
+        version=_number(item, "foldSummaryVersion", _number(item, "foldVersion")),
     )
 
 
-def _marker_extra(turn_count: int, decision: str, dropped: int | None) -> Item:
+def _marker_extra(turn_count: int, decision: str, dropped: int | None, memory_version: int) -> Item:
     """What a converse answered, kept with the message id so that a retry gets the same."""
-    extra: Item = {"turnCount": {"N": str(turn_count)}, "decision": {"S": decision}}
+    extra: Item = {
+        "turnCount": {"N": str(turn_count)},
+        "decision": {"S": decision},
+        "memoryVersion": {"N": str(memory_version)},
+    }
     if dropped is not None:
         extra["dropped"] = {"N": str(dropped)}
     return extra
@@ -710,4 +801,5 @@ def _marker_from(item: Mapping[str, Any]) -> RecordedTurn:
         turn_count=_number(item, "turnCount") if "turnCount" in item else None,
         decision=decision["S"] if decision else None,
         dropped=_number(item, "dropped") if "dropped" in item else None,
+        memory_version=_number(item, "memoryVersion") if "memoryVersion" in item else None,
     )

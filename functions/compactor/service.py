@@ -113,7 +113,7 @@ class Compactor:
                 live,
                 self._settings.memory_summary_max_tokens,
             )
-            fold = next_fold(previous, live, summary.text)
+            fold = next_fold(previous, live, summary.text, state.compaction_version + 1)
         committed = self._store.commit_fold(
             key,
             fold,

@@ -36,8 +36,8 @@ from memory_core.compaction_trigger import compaction_due
 from memory_core.conversation import ConversationState, Fold
 from memory_core.converse_shape import converse_fragment
 from memory_core.coverage import held_by_neither
-from memory_core.history_range import history_cutoff
-from memory_core.rate_limit import exceeds_rate, remember
+from memory_core.history_range import history_cutoff, turn_lifetime_days
+from memory_core.rate_limit import remember, seconds_until_free
 from memory_core.repairs import Repair
 from memory_core.rules import TenantRules
 from memory_core.settings import Settings
@@ -62,6 +62,7 @@ class Telemetry(Protocol):
     def compaction_enqueued(self) -> None: ...
     def compaction_request_failed(self, error: Exception) -> None: ...
     def commit_retried(self, attempt: int) -> None: ...
+    def replay_memory_missing(self, version: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +123,15 @@ class ConverseService:
     def record(
         self, tenant_id: str, contact_id: str, message: Incoming, caller: Caller
     ) -> dict[str, Any]:
-        self._tenant(tenant_id, caller)
+        tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
         turn = self._turn(message, field="")
         tokens = estimate_turn_tokens(turn)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
-                self._store.record_reply(key, turn, tokens)
+                self._store.record_reply(
+                    key, turn, tokens, lifetime_days=self._lifetime_days(tenant)
+                )
             except VersionConflict:
                 # A reply takes no lock, but DynamoDB still cancels its transaction when
                 # another one holds the same state item (TransactionConflict) or an item
@@ -175,11 +178,13 @@ class ConverseService:
         since = history_cutoff(turn.sent_at, tenant.history_days)
         snapshot = self._store.snapshot(key, since, turn.position, self._page_size)
         state = snapshot.state
-        if exceeds_rate(state.recent_contact, turn.sent_at, tenant.rate_limit):
+        arrival = turn.position.recorded_at
+        wait = seconds_until_free(state.recent_contact, arrival, tenant.rate_limit)
+        if wait:
             first = self._store.recorded(key, turn.id)
             if first is not None:
                 raise Duplicate(first)
-            raise ApiError(429, "rate_limited", "too many messages from this contact; not recorded")
+            raise rate_limited(wait)
 
         streak = next_streak(state.streak, turn.sent_at, tenant.idle_reset_hours)
         escalate = exceeds_cap(streak, tenant.max_turns_per_conversation)
@@ -190,6 +195,7 @@ class ConverseService:
         if not escalate:
             limits = self._settings.window_limits
             window = build_window(snapshot.newest_first, limits, state.turns_recorded)
+        memory = _fold_in_range(state.fold, since)
         self._store.record_contact_turn(
             key,
             turn,
@@ -197,7 +203,7 @@ class ConverseService:
             change=StateChange(
                 expected_version=state.version,
                 streak=streak,
-                recent_contact=remember(state.recent_contact, turn.sent_at, tenant.rate_limit),
+                recent_contact=remember(state.recent_contact, arrival, tenant.rate_limit),
                 lease_until=lease,
                 # Compaction has passed this position already: the next one folds it.
                 late=state.is_late(turn.position),
@@ -205,22 +211,29 @@ class ConverseService:
             turn_count=streak.count,
             decision="escalate" if escalate else "model",
             dropped=window.dropped if window else None,
+            memory_version=memory.version if memory and window else 0,
+            lifetime_days=self._lifetime_days(tenant),
         )
         if lease is not None:
             self._request_compaction(key, lease)
         if window is None:
             self._telemetry.escalated(streak.count)
             return escalation(streak.count, turn)
-        self._observe(window, state, since, turn)
-        return self._answer(streak.count, turn, window, state.fold, since)
+        self._observe(window, state, since, turn, tenant)
+        return self._answer(streak.count, turn, window, memory, since)
 
     def _observe(
-        self, window: Window, state: ConversationState, since: datetime, current: Turn
+        self,
+        window: Window,
+        state: ConversationState,
+        since: datetime,
+        current: Turn,
+        tenant: TenantRules,
     ) -> None:
         self._telemetry.window_built(window)
         if window.dropped:
             self._telemetry.window_bounded(window)
-        alive_since = self._now() - timedelta(days=self._settings.turn_retention_days)
+        alive_since = self._now() - timedelta(days=self._lifetime_days(tenant))
         missing = held_by_neither(
             window.passed_over,
             window.oldest_position,
@@ -272,7 +285,34 @@ class ConverseService:
         window = build_window(snapshot.newest_first, self._settings.window_limits)
         if first.dropped is not None:
             window = replace(window, dropped=first.dropped)
-        return self._answer(count, original, window, snapshot.state.fold, since)
+        memory = self._memory_first_served(key, first, snapshot.state.fold)
+        return self._answer(count, original, window, memory, since)
+
+    def _memory_first_served(
+        self, key: ConversationKey, first: RecordedTurn, current: Fold | None
+    ) -> Fold | None:
+        """The memory the first answer served, though compaction may have folded since.
+
+        A newer memory would show the model a summary of the retried message and
+        of later ones. A marker from before versions were kept has only the
+        current memory to offer.
+        """
+        version = first.memory_version
+        if version is None:
+            return current
+        if version == 0:
+            return None
+        if current is not None and current.version == version:
+            return current
+        kept = self._store.fold_at(key, version)
+        if kept is None:
+            # Past its TTL, or written before memories were kept by version: none
+            # rather than one that may summarise the future.
+            self._telemetry.replay_memory_missing(version)
+        return kept
+
+    def _lifetime_days(self, tenant: TenantRules) -> int:
+        return turn_lifetime_days(self._settings.turn_retention_days, tenant.history_days)
 
     def _lease_if_due(self, state: ConversationState, tokens: int) -> datetime | None:
         now = self._now()
@@ -344,6 +384,17 @@ class ConverseService:
         # Full jitter: parallel writers to one conversation spread out instead of colliding again.
         ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** min(attempt, 8))
         self._sleep(random.uniform(0, ceiling))
+
+
+def rate_limited(wait_seconds: int) -> ApiError:
+    """429, saying when: the same whole seconds in `Retry-After` and in the body."""
+    return ApiError(
+        429,
+        "rate_limited",
+        f"too many messages from this contact; not recorded; retry in {wait_seconds} s",
+        details={"retryAfterSeconds": wait_seconds},
+        headers={"Retry-After": str(wait_seconds)},
+    )
 
 
 def escalation(turn_count: int, turn: Turn) -> dict[str, Any]:

@@ -82,6 +82,10 @@ class PowertoolsTelemetry:
         self._logger.debug("converse_commit_retried", extra={"attempt": attempt})
         self._metrics.add_metric("CommitRetries", MetricUnit.Count, 1)
 
+    def replay_memory_missing(self, version: int) -> None:
+        self._logger.warning("replay_memory_missing", extra={"memoryVersion": version})
+        self._metrics.add_metric("ReplayMemoryMissing", MetricUnit.Count, 1)
+
     def rules_rejected(self, reason: str) -> None:
         self._logger.error("rules_rejected", extra={"reason": reason})
         self._metrics.add_metric("RulesRejected", MetricUnit.Count, 1)

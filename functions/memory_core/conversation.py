@@ -24,6 +24,9 @@ class Fold:
     covers_from: datetime
     covers_until: datetime
     turns_folded: int
+    version: int = 0
+    """The compaction version whose commit wrote this summary: how an answer refers to
+    it later (a replay answers with the memory its first answer had). 0: not known."""
 
 
 class LateTurn(NamedTuple):
@@ -39,7 +42,8 @@ class ConversationState:
     """0 for a conversation never recorded; every converse commit adds one."""
     streak: Streak = NO_STREAK
     recent_contact: tuple[datetime, ...] = ()
-    """The newest `sentAt`s of the contact's messages, as many as the rate limit needs."""
+    """When the contact's newest messages arrived (the service's clock), as many as the
+    rate limit needs."""
     unfolded_tokens: int = 0
     unfolded_turns: int = 0
     """What compaction has still to deal with: the turns above the watermark and the late ones."""

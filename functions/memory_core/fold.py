@@ -28,8 +28,10 @@ def alive(fold: Fold | None, now: datetime, retention_days: int) -> Fold | None:
     return fold
 
 
-def next_fold(previous: Fold | None, folded: Sequence[Turn], summary: str) -> Fold:
-    """The fold once `folded` (oldest first) is absorbed.
+def next_fold(
+    previous: Fold | None, folded: Sequence[Turn], summary: str, version: int = 0
+) -> Fold:
+    """The fold once `folded` (oldest first) is absorbed, written by compaction `version`.
 
     `folded` is newer than the watermark, except for late turns, which may be
     older than anything folded so far: the covered range widens to take them.
@@ -42,4 +44,5 @@ def next_fold(previous: Fold | None, folded: Sequence[Turn], summary: str) -> Fo
         covers_from=min(previous.covers_from, oldest) if previous else oldest,
         covers_until=max(previous.covers_until, newest) if previous else newest,
         turns_folded=(previous.turns_folded if previous else 0) + len(folded),
+        version=version,
     )

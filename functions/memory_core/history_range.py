@@ -20,9 +20,21 @@ def in_history_range(sent_at: datetime, current_sent_at: datetime, history_days:
     return history_cutoff(current_sent_at, history_days) <= sent_at
 
 
-def expires_at(sent_at: datetime, retention_days: int) -> int:
-    """The turn's TTL in epoch seconds: kept for the retention period from `sentAt`."""
-    return int((sent_at + timedelta(days=retention_days)).timestamp())
+def turn_lifetime_days(retention_days: int, history_days: int) -> int:
+    """How long past its `sentAt` a turn is kept: while any message that can see it may arrive.
+
+    A message sees turns up to `history_days` older than its own `sentAt`, and it can
+    reach the service late: retried, queued, or replayed with a backdated `sentAt`.
+    The turn is kept `history_days` past the newest message that can still see it
+    (so a message up to `history_days` late finds its whole range), and never less
+    than the retention (docs/decisions.md, "the retention edge").
+    """
+    return max(retention_days, 2 * history_days)
+
+
+def expires_at(sent_at: datetime, lifetime_days: int) -> int:
+    """The TTL in epoch seconds of an item kept `lifetime_days` from `sent_at`."""
+    return int((sent_at + timedelta(days=lifetime_days)).timestamp())
 
 
 def is_expired(expires_at_epoch: int, now: datetime) -> bool:

@@ -61,6 +61,8 @@ def record(
     lease: datetime | None = None,
     *,
     late: bool = False,
+    memory_version: int = 0,
+    lifetime_days: int = 30,
 ) -> None:
     store.record_contact_turn(
         KEY,
@@ -70,6 +72,8 @@ def record(
         turn_count=version + 1,
         decision="model",
         dropped=0,
+        memory_version=memory_version,
+        lifetime_days=lifetime_days,
     )
 
 
@@ -83,7 +87,7 @@ def test_turns_come_back_newest_first_before_the_current_one(store):
         if n % 2 == 0:
             record(store, turn(n), n // 2)
         else:
-            store.record_reply(KEY, turn(n, "assistant"), 3)
+            store.record_reply(KEY, turn(n, "assistant"), 3, lifetime_days=30)
     state, ids = snapshot_of(store, turn(9))
     assert ids == ["t004", "t003", "t002", "t001", "t000"]
     assert (state.turns_recorded, state.unfolded_tokens, state.unfolded_turns) == (5, 12, 5)
@@ -95,7 +99,7 @@ def test_turns_sharing_a_sent_at_come_back_in_the_order_they_were_recorded(store
     question = Turn("b-question", "user", [{"text": "?"}], NOW, NOW)
     answer = Turn("a-answer", "assistant", [{"text": "!"}], NOW, NOW + timedelta(seconds=1))
     record(store, question, 0)
-    store.record_reply(KEY, answer, 1)
+    store.record_reply(KEY, answer, 1, lifetime_days=30)
     later = Turn("later", "user", [{"text": "."}], NOW + timedelta(seconds=5))
     _, ids = snapshot_of(store, later)
     assert ids == ["a-answer", "b-question"]  # newest first: the answer was recorded last
@@ -124,22 +128,22 @@ def test_an_oversized_turn_is_refused_before_writing(store):
 
 def test_history_range_and_ttl_bound_what_is_read(store):
     old = Turn("old", "user", [{"text": "old"}], NOW - timedelta(days=31))
-    store.record_reply(KEY, old, 1)
+    store.record_reply(KEY, old, 1, lifetime_days=30)
     record(store, turn(1), 0)
     assert snapshot_of(store, turn(9))[1] == ["t001"]
 
 
 def test_folds_are_conditional_and_read_what_is_newer_than_the_watermark(store):
     for n in range(4):
-        store.record_reply(KEY, turn(n, "assistant"), 5)
+        store.record_reply(KEY, turn(n, "assistant"), 5, lifetime_days=30)
     unfolded = store.unfolded_turns(KEY, None, 10)
     assert [s.turn.id for s in unfolded] == ["t000", "t001", "t002", "t003"]
     assert [s.tokens for s in unfolded] == [5, 5, 5, 5]
     assert not any(s.expired for s in unfolded)
     first = next_fold(None, [s.turn for s in unfolded[:3]], "one")
     mark = unfolded[2].turn.position
-    assert fold_at(store, first, mark, expected=0)
-    assert not fold_at(store, first, mark, expected=0)
+    assert commit(store, first, mark, expected=0)
+    assert not commit(store, first, mark, expected=0)
     state = store.state(KEY)
     assert (state.fold, state.watermark, state.compaction_version) == (first, mark, 1)
     assert (state.unfolded_tokens, state.unfolded_turns) == (5, 1)
@@ -147,7 +151,7 @@ def test_folds_are_conditional_and_read_what_is_newer_than_the_watermark(store):
     assert [s.turn.id for s in store.unfolded_turns(KEY, None, 2)] == ["t000", "t001"]
 
 
-def fold_at(store, fold, mark, expected, *, tokens=15, turns=3, late_passed=0):
+def commit(store, fold, mark, expected, *, tokens=15, turns=3, late_passed=0):
     return store.commit_fold(
         KEY,
         fold,
@@ -161,11 +165,11 @@ def fold_at(store, fold, mark, expected, *, tokens=15, turns=3, late_passed=0):
 
 def test_a_turn_recorded_at_or_below_the_watermark_joins_the_late_list(store):
     for n in (0, 2, 4):
-        store.record_reply(KEY, turn(n, "assistant"), 5)
+        store.record_reply(KEY, turn(n, "assistant"), 5, lifetime_days=30)
     unfolded = store.unfolded_turns(KEY, None, 10)
-    assert fold_at(store, next_fold(None, [s.turn for s in unfolded], "x"), turn(4).position, 0)
-    store.record_reply(KEY, turn(1, "assistant"), 4)  # below the watermark: late
-    store.record_reply(KEY, turn(5, "assistant"), 5)  # above it
+    assert commit(store, next_fold(None, [s.turn for s in unfolded], "x"), turn(4).position, 0)
+    store.record_reply(KEY, turn(1, "assistant"), 4, lifetime_days=30)  # below the watermark: late
+    store.record_reply(KEY, turn(5, "assistant"), 5, lifetime_days=30)  # above it
     state = store.state(KEY)
     assert state.late_turns == (LateTurn(turn(1).position, 4),)
     assert (state.turns_recorded, state.unfolded_turns, state.unfolded_tokens) == (5, 2, 9)
@@ -178,8 +182,10 @@ def test_a_turn_recorded_at_or_below_the_watermark_joins_the_late_list(store):
     record(store, turn(3), 0, late=True)
     assert [e.position for e in store.state(KEY).late_turns] == [turn(1).position, turn(3).position]
     # A commit takes the late turns it read off the head of the list, and only those.
-    store.record_reply(KEY, turn(6, "assistant", minutes=2.5), 1)  # arrives meanwhile
-    assert fold_at(store, None, None, 1, tokens=6, turns=2, late_passed=2)
+    store.record_reply(
+        KEY, turn(6, "assistant", minutes=2.5), 1, lifetime_days=30
+    )  # arrives meanwhile
+    assert commit(store, None, None, 1, tokens=6, turns=2, late_passed=2)
     state = store.state(KEY)
     assert [e.position for e in state.late_turns] == [turn(6, minutes=2.5).position]
     assert (state.watermark, state.unfolded_turns) == (turn(4).position, 2)
@@ -187,17 +193,19 @@ def test_a_turn_recorded_at_or_below_the_watermark_joins_the_late_list(store):
 
 def test_a_claim_makes_later_turns_below_it_late_and_the_commit_clears_it(store):
     for n in (0, 2):
-        store.record_reply(KEY, turn(n, "assistant"), 5)
+        store.record_reply(KEY, turn(n, "assistant"), 5, lifetime_days=30)
     # A claim taken on a stale read (a turn arrived since) is refused.
     assert not store.claim(KEY, turn(2).position, expected_version=0, expected_recorded=1)
     assert store.claim(KEY, turn(2).position, expected_version=0, expected_recorded=2)
     assert store.state(KEY).folding_through == turn(2).position
-    store.record_reply(KEY, turn(1, "assistant"), 5)  # arrives mid-compaction, below the claim
-    store.record_reply(KEY, turn(3, "assistant"), 5)
+    store.record_reply(
+        KEY, turn(1, "assistant"), 5, lifetime_days=30
+    )  # arrives mid-compaction, below the claim
+    store.record_reply(KEY, turn(3, "assistant"), 5, lifetime_days=30)
     state = store.state(KEY)
     assert [e.position for e in state.late_turns] == [turn(1).position]
     fold = next_fold(None, [turn(0), turn(2)], "x")
-    assert fold_at(store, fold, turn(2).position, 0, tokens=10, turns=2)
+    assert commit(store, fold, turn(2).position, 0, tokens=10, turns=2)
     state = store.state(KEY)
     assert (state.folding_through, state.watermark, state.unfolded_turns) == (
         None,
@@ -210,13 +218,13 @@ def test_a_claim_makes_later_turns_below_it_late_and_the_commit_clears_it(store)
 
 def test_expired_turns_come_back_marked_and_a_commit_may_only_move_the_watermark(store):
     old = Turn("old", "assistant", [{"text": "old"}], NOW - timedelta(days=29))
-    store.record_reply(KEY, old, 1)
+    store.record_reply(KEY, old, 1, lifetime_days=30)
     CLOCK_SHIFT[0] = timedelta(days=2).total_seconds()  # its 30-day TTL has passed
     record(store, turn(0), 0)
     found = store.unfolded_turns(KEY, None, 10)
     assert [(s.turn.id, s.expired) for s in found] == [("old", True), ("t000", False)]
     assert [s.expired for s in store.turns_at(KEY, [old.position])] == [True]
-    assert fold_at(store, None, old.position, 0, tokens=1, turns=1)
+    assert commit(store, None, old.position, 0, tokens=1, turns=1)
     state = store.state(KEY)
     assert (state.fold, state.watermark, state.compaction_version) == (None, old.position, 1)
     assert (state.unfolded_tokens, state.unfolded_turns) == (2, 1)
@@ -260,8 +268,60 @@ def test_expired_state_reads_as_a_fresh_conversation_keeping_its_version(store):
 def test_a_late_turn_does_not_bring_the_states_expiry_forward(store):
     record(store, turn(0), 0)
     late = Turn("late", "assistant", [{"text": "filed late"}], NOW - timedelta(days=29))
-    store.record_reply(KEY, late, 2)
+    store.record_reply(KEY, late, 2, lifetime_days=30)
     CLOCK_SHIFT[0] = timedelta(days=2).total_seconds()
     state, _ = snapshot_of(store, turn(9))
     assert state.version == 1
     assert state.turns_recorded == 2
+
+
+def test_each_memory_written_is_kept_by_its_version(store):
+    for n in range(4):
+        store.record_reply(KEY, turn(n, "assistant"), 5, lifetime_days=30)
+    unfolded = [s.turn for s in store.unfolded_turns(KEY, None, 10)]
+    first = next_fold(None, unfolded[:2], "one", version=1)
+    assert commit(store, first, unfolded[1].position, 0, tokens=10, turns=2)
+    second = next_fold(first, unfolded[2:], "two", version=2)
+    assert commit(store, second, unfolded[3].position, 1, tokens=10, turns=2)
+    assert store.state(KEY).fold == second
+    assert store.fold_at(KEY, 1) == first
+    assert store.fold_at(KEY, 2) == second
+    assert store.fold_at(KEY, 3) is None
+    # A compactor that lost the race keeps nothing under its version.
+    assert not commit(store, next_fold(second, unfolded[3:], "lost", version=2), None, 1)
+    assert store.fold_at(KEY, 2) == second
+
+
+def test_a_kept_memory_expires_after_twice_the_retention(store):
+    record(store, turn(0), 0)
+    first = next_fold(None, [turn(0)], "one", version=1)
+    assert commit(store, first, turn(0).position, 0, tokens=2, turns=1)
+    CLOCK_SHIFT[0] = timedelta(days=60).total_seconds() - 1
+    assert store.fold_at(KEY, 1) == first
+    CLOCK_SHIFT[0] = timedelta(days=60).total_seconds()
+    assert store.fold_at(KEY, 1) is None
+
+
+def test_the_marker_keeps_the_version_of_the_memory_served(store):
+    record(store, turn(0), 0, memory_version=7)
+    record(store, turn(1), 1)
+    store.record_reply(KEY, turn(2, "assistant"), 1, lifetime_days=30)
+    assert store.recorded(KEY, "t000").memory_version == 7
+    assert store.recorded(KEY, "t001").memory_version == 0
+    assert store.recorded(KEY, "t002").memory_version is None  # a reply answers nothing
+
+
+@pytest.mark.parametrize("lifetime_days", [30, 60])
+def test_turns_live_their_lifetime_from_sent_at(store, lifetime_days):
+    record(store, turn(0), 0, lifetime_days=lifetime_days)
+    store.record_reply(KEY, turn(1, "assistant"), 1, lifetime_days=lifetime_days)
+    to_expiry = (turn(0).sent_at + timedelta(days=lifetime_days) - NOW).total_seconds()
+    CLOCK_SHIFT[0] = to_expiry - 1
+    assert snapshot_of(store, turn(0))[1] == []  # nothing before the first turn
+    later = Turn("late", "user", [{"text": "?"}], NOW)
+    old_enough = store.snapshot(KEY, NOW - timedelta(days=365), later.position, 27)
+    assert [t.id for t in old_enough.newest_first] == ["t001", "t000"]
+    assert store.recorded(KEY, "t000") is not None
+    CLOCK_SHIFT[0] = to_expiry + 60  # turn 1 was sent a minute after turn 0
+    gone = store.snapshot(KEY, NOW - timedelta(days=365), later.position, 27)
+    assert [t.id for t in gone.newest_first] == []

@@ -40,6 +40,8 @@ class _Conversation:
     markers: dict[str, RecordedTurn] = field(default_factory=dict)
     state: ConversationState | None = None
     state_expiry: int | None = None
+    folds: dict[int, tuple[Fold, int]] = field(default_factory=dict)
+    """Each memory a compaction wrote, by version, with its expiry."""
 
 
 class InMemoryConversationStore:
@@ -91,6 +93,12 @@ class InMemoryConversationStore:
     def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None:
         return self._conversation(key).markers.get(turn_id)
 
+    def fold_at(self, key: ConversationKey, version: int) -> Fold | None:
+        kept = self._conversation(key).folds.get(version)
+        if kept is None or is_expired(kept[1], self._now()):
+            return None
+        return kept[0]
+
     def unfolded_turns(
         self, key: ConversationKey, after: TurnPosition | None, limit: int
     ) -> list[StoredTurn]:
@@ -128,6 +136,8 @@ class InMemoryConversationStore:
         turn_count: int,
         decision: str,
         dropped: int | None,
+        memory_version: int,
+        lifetime_days: int,
     ) -> None:
         check_item_size(encode_content(turn))
         with self._lock:
@@ -145,6 +155,8 @@ class InMemoryConversationStore:
                 turn_count=turn_count,
                 decision=decision,
                 dropped=dropped,
+                memory_version=memory_version,
+                lifetime_days=lifetime_days,
             )
             conversation.state = replace(
                 _counted(current, turn, tokens, late=change.late),
@@ -155,20 +167,29 @@ class InMemoryConversationStore:
                 recent_contact=change.recent_contact,
                 lease_until=_whole_second(change.lease_until) or current.lease_until,
             )
-            conversation.state_expiry = self._state_ttl(turn)
+            conversation.state_expiry = self._state_ttl(turn, lifetime_days)
 
-    def record_reply(self, key: ConversationKey, turn: Turn, tokens: int) -> None:
+    def record_reply(
+        self, key: ConversationKey, turn: Turn, tokens: int, *, lifetime_days: int
+    ) -> None:
         check_item_size(encode_content(turn))
         with self._lock:
             conversation = self._conversation(key)
             self._refuse_duplicate(conversation, turn)
             current = conversation.state or NEW_CONVERSATION
             self._add(
-                conversation, turn, tokens=tokens, turn_count=None, decision=None, dropped=None
+                conversation,
+                turn,
+                tokens=tokens,
+                turn_count=None,
+                decision=None,
+                dropped=None,
+                memory_version=None,
+                lifetime_days=lifetime_days,
             )
             late = current.is_late(turn.position)
             conversation.state = _counted(current, turn, tokens, late=late)
-            conversation.state_expiry = self._state_ttl(turn)
+            conversation.state_expiry = self._state_ttl(turn, lifetime_days)
 
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None:
         with self._lock:
@@ -224,6 +245,9 @@ class InMemoryConversationStore:
                 unfolded_turns=state.unfolded_turns - passed_turns,
                 lease_until=None,
             )
+            if fold is not None:
+                kept_until = expires_at(self._now(), 2 * self._retention_days)
+                conversation.folds[fold.version] = (fold, kept_until)
             return True
 
     def clear_lease(self, key: ConversationKey, *, expected_recorded: int) -> None:
@@ -236,8 +260,8 @@ class InMemoryConversationStore:
                 state = replace(state, unfolded_tokens=0, unfolded_turns=0)
             conversation.state = replace(state, lease_until=None)
 
-    def _state_ttl(self, turn: Turn) -> int:
-        return expires_at(max(turn.sent_at, self._now()), self._retention_days)
+    def _state_ttl(self, turn: Turn, lifetime_days: int) -> int:
+        return expires_at(max(turn.sent_at, self._now()), lifetime_days)
 
     def _refuse_duplicate(self, conversation: _Conversation, turn: Turn) -> None:
         first = conversation.markers.get(turn.id)
@@ -253,11 +277,13 @@ class InMemoryConversationStore:
         turn_count: int | None,
         decision: str | None,
         dropped: int | None,
+        memory_version: int | None,
+        lifetime_days: int,
     ) -> None:
         position = turn.position
         bisect.insort(conversation.positions, position)
         conversation.turns[position] = StoredTurn(turn, tokens)
-        conversation.expiry[position] = expires_at(turn.sent_at, self._retention_days)
+        conversation.expiry[position] = expires_at(turn.sent_at, lifetime_days)
         conversation.markers[turn.id] = RecordedTurn(
             position=position,
             role=turn.role,
@@ -265,6 +291,7 @@ class InMemoryConversationStore:
             turn_count=turn_count,
             decision=decision,
             dropped=dropped,
+            memory_version=memory_version,
         )
 
 

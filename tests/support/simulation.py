@@ -81,6 +81,9 @@ class Observed:
     def commit_retried(self, attempt: int) -> None:
         pass
 
+    def replay_memory_missing(self, version: int) -> None:
+        raise AssertionError(f"memory version {version} missing on a replay")
+
     def folded(self, compaction: Compaction) -> None:
         self.compactions.append(compaction)
 

@@ -2,7 +2,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_core.history_range import expires_at, history_cutoff, in_history_range, is_expired
+from memory_core.history_range import (
+    expires_at,
+    history_cutoff,
+    in_history_range,
+    is_expired,
+    turn_lifetime_days,
+)
 from tests.unit.conversation_builders import T0
 
 
@@ -35,3 +41,11 @@ def test_an_item_past_its_ttl_is_expired_though_dynamodb_has_not_deleted_it():
     assert not is_expired(ttl, T0 + timedelta(days=29))
     assert is_expired(ttl, T0 + timedelta(days=30))
     assert is_expired(ttl, T0 + timedelta(days=33))
+
+
+def test_a_turn_lives_history_days_past_the_newest_message_that_can_see_it():
+    assert turn_lifetime_days(30, 30) == 60  # the defaults: a message may be 30 days late
+    assert turn_lifetime_days(30, 15) == 30  # the retention already covers it
+    assert turn_lifetime_days(30, 16) == 32  # one day more than the retention
+    assert turn_lifetime_days(365, 30) == 365
+    assert turn_lifetime_days(1, 1) == 2
