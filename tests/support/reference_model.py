@@ -56,6 +56,11 @@ class Limits:
     max_turns: int
 
     @property
+    def lifetime_days(self) -> int:
+        """docs/decisions.md, "the retention edge": `historyDays` past the last to see it."""
+        return max(self.retention_days, 2 * self.history_days)
+
+    @property
     def turn_trigger(self) -> int:
         """docs/decisions.md: unfolded turns reaching half the message cap also trigger."""
         return max(1, self.window_messages // 2)
@@ -100,6 +105,8 @@ class RefFold:
     turns_folded: int
     covers_from: datetime
     covers_until: datetime
+    kept_until: int = 0
+    """When its kept copy (the one a replay reads) expires: twice the retention from its commit."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,8 @@ class FirstAnswer:
     dropped: int | None
     history: list[dict[str, object]] | None
     candidate_ids: tuple[str, ...]
+    memory: RefFold | None = None
+    """The memory the first answer served: a replay serves it again."""
 
 
 @dataclass
@@ -216,7 +225,7 @@ class ReferenceConversation:
     # -- clocks ------------------------------------------------------------------
 
     def expiry(self, sent_at: datetime) -> int:
-        return int((sent_at + timedelta(days=self.limits.retention_days)).timestamp())
+        return int((sent_at + timedelta(days=self.limits.lifetime_days)).timestamp())
 
     def expired(self, sent_at: datetime, wall: datetime) -> bool:
         return self.expiry(sent_at) <= wall.timestamp()
@@ -410,6 +419,7 @@ class ReferenceConversation:
             candidate_ids=tuple(t.id for t in expected.window.candidates)
             if expected.window
             else (),
+            memory=expected.memory,
         )
 
     def replay(
@@ -422,7 +432,10 @@ class ReferenceConversation:
         original = first.turn
         since = self.cutoff(original.sent_at)
         window = self.window(self.candidates(original.position, original.sent_at, wall), since)
-        memory = self.served(self.seen(wall).fold, self.cutoff(original.sent_at))
+        memory = first.memory
+        current = self.seen(wall).fold
+        if memory is not None and memory is not current and memory.kept_until <= wall.timestamp():
+            memory = None  # its kept copy expired: none rather than a newer one
         return first, window, memory
 
     def reply(self, turn: RefTurn, wall: datetime) -> None:
@@ -452,7 +465,8 @@ class ReferenceConversation:
             return 0
         self.folded |= {t.id for t in live}
         previous = self.fold
-        if previous is not None and self.expired(previous.covers_until, wall):
+        retention = timedelta(days=self.limits.retention_days)
+        if previous is not None and previous.covers_until + retention <= wall:
             # A memory lives no longer than its newest turn: a new one starts.
             previous = None
         self.fold = RefFold(
@@ -461,6 +475,7 @@ class ReferenceConversation:
             covers_until=max(previous.covers_until, live[-1].sent_at)
             if previous
             else live[-1].sent_at,
+            kept_until=int((wall + 2 * retention).timestamp()),
         )
         return len(live)
 
