@@ -5,20 +5,29 @@ Lambda maps that principal to the tenants it may act for, from the rules'
 `callers` (SPEC 8), so a caller of tenant A asking for tenant B gets 403.
 
 What API Gateway refuses itself, before the Lambda runs (a denied or unsigned
-call, a body the validator rejects, throttling, a timeout), is answered in the
-same `{"error": {"code", "message"}}` shape as the Lambda's refusals.
+call, a body the validator rejects, throttling, a timeout, a method the route
+does not serve), is answered in the same `{"error": {"code", "message"}}` shape
+as the Lambda's refusals.
+
+`application/json` is a binary media type of the API: API Gateway would decode
+a text body as UTF-8 and replace the bytes that are not with U+FFFD, so the
+Lambda could not tell them from a client's own U+FFFD. As binary, the body
+reaches the Lambda as sent (base64, `isBase64Encoded`), and the handler refuses
+bytes that are not UTF-8. The Lambda's answers are text (`isBase64Encoded`
+false), which API Gateway passes through whatever the client's Accept.
 """
 
 from __future__ import annotations
 
 import json
 
+from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from converse_history.api_models import MAX_BLOCKS
+from converse_history.api_models import BINARY_MEDIA_TYPES, MAX_BLOCKS
 from infra.config import DeploymentConfig
 from infra.log_retention import retention
 
@@ -60,8 +69,9 @@ GATEWAY_RESPONSES: dict[str, tuple[apigateway.ResponseType, str]] = {
     # The signature or its credentials are bad: who called is unknown, so not `forbidden`.
     "InvalidSignature": (apigateway.ResponseType.INVALID_SIGNATURE, "unauthenticated"),
     "ExpiredToken": (apigateway.ResponseType.EXPIRED_TOKEN, "unauthenticated"),
-    # API Gateway answers an unsigned call and an unknown method or path alike, with
-    # "Missing Authentication Token": its message says both (GATEWAY_MESSAGES).
+    # API Gateway answers an unsigned call and an unknown path alike, with "Missing
+    # Authentication Token": its message says both (GATEWAY_MESSAGES). A known path
+    # asked with another method gets 405 (`Api._refuse_other_methods`).
     "MissingAuthenticationToken": (
         apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
         "unsigned_or_unknown_route",
@@ -84,9 +94,22 @@ GATEWAY_RESPONSES: dict[str, tuple[apigateway.ResponseType, str]] = {
 # Messages of our own where the gateway's would mislead; the others say what it says.
 GATEWAY_MESSAGES = {
     "MissingAuthenticationToken": json.dumps(
-        "the request is not signed with SigV4, or no route matches its method and path"
+        "the request is not signed with SigV4, or no route matches its path"
     ),
 }
+
+
+METHOD_NOT_ALLOWED_REQUEST = json.dumps({"statusCode": 405})
+"""The MOCK integration's request template: the status it answers with."""
+
+
+def method_not_allowed_template(path: str, allowed: str) -> str:
+    """The 405's body, as the Lambda's: a mapping template (VTL) naming the method asked.
+
+    `$context.httpMethod` is one of API Gateway's seven methods, so it needs no escaping.
+    """
+    message = f"$context.httpMethod is not allowed on {path}; use {allowed}"
+    return error_template("method_not_allowed", json.dumps(message))
 
 
 class Api(Construct):
@@ -106,6 +129,7 @@ class Api(Construct):
             self,
             "Api",
             description="Conversation memory: bounded, Converse-ready histories",
+            binary_media_types=list(BINARY_MEDIA_TYPES),
             cloud_watch_role=True,
             deploy_options=apigateway.StageOptions(
                 stage_name=config.stage,
@@ -130,6 +154,11 @@ class Api(Construct):
                 throttling_burst_limit=config.api_burst_limit,
             ),
         )
+        # A deployment snapshots the API's settings: a change of binary media types
+        # alone must make a new one, as a changed method or gateway response does.
+        deployment = self.rest_api.latest_deployment
+        assert deployment is not None  # `deploy` is left on: the stage has one
+        deployment.add_to_logical_id({"binaryMediaTypes": list(BINARY_MEDIA_TYPES)})
         for name, (response_type, code) in GATEWAY_RESPONSES.items():
             message = GATEWAY_MESSAGES.get(name, GATEWAY_MESSAGE)
             self.rest_api.add_gateway_response(
@@ -182,26 +211,89 @@ class Api(Construct):
             .add_resource("contacts")
             .add_resource("{contactId}")
         )
-        self.converse_method = contact.add_resource("converse").add_method(
+        converse = contact.add_resource("converse")
+        self.converse_method = converse.add_method(
             "POST",
             integration,
             request_models={"application/json": converse_model},
             request_parameters=path_parameters,
             **iam_auth,  # type: ignore[arg-type]
         )
-        self.turns_method = contact.add_resource("turns").add_method(
+        turns = contact.add_resource("turns")
+        self.turns_method = turns.add_method(
             "POST",
             integration,
             request_models={"application/json": turn_model},
             request_parameters=path_parameters,
             **iam_auth,  # type: ignore[arg-type]
         )
-        self.memory_method = contact.add_resource("memory").add_method(
+        memory = contact.add_resource("memory")
+        self.memory_method = memory.add_method(
             "GET",
             integration,
             request_parameters=path_parameters,
             **iam_auth,  # type: ignore[arg-type]
         )
-        self.health_method = self.rest_api.root.add_resource("health").add_method(
+        health = self.rest_api.root.add_resource("health")
+        self.health_method = health.add_method(
             "GET", integration, authorization_type=apigateway.AuthorizationType.NONE
         )
+        # API Gateway does not route a HEAD to a GET method: it needs its own. The
+        # handler answers it as the GET, without the body (load balancers, uptime checks).
+        self.health_head_method = health.add_method(
+            "HEAD", integration, authorization_type=apigateway.AuthorizationType.NONE
+        )
+        self._acknowledge_public(self.health_head_method, "Health is a public probe; reads nothing")
+        self.method_not_allowed = {
+            resource.path: self._refuse_other_methods(resource)
+            for resource in (converse, turns, memory, health)
+        }
+
+    def _refuse_other_methods(self, resource: apigateway.Resource) -> apigateway.Method:
+        """`ANY` on a route: the methods it does not serve get 405 with `Allow`, as from the
+        Lambda, instead of API Gateway's 403 "Missing Authentication Token".
+
+        API Gateway prefers a resource's own methods to its `ANY`, so `ANY` only ever
+        sees the others. A MOCK answers it: no Lambda runs and no tenant data is
+        reachable, so it needs no signature (the answer only repeats what the
+        OpenAPI document says). With `application/json` a binary media type, a MOCK
+        needs CONVERT_TO_TEXT both ways, or its templates meet bytes (a 500). A body
+        of another type is refused 415 by the gateway, before the MOCK. `Allow` lists
+        the methods the resource declares, so the two cannot disagree.
+        """
+        methods = [
+            c.http_method for c in resource.node.children if isinstance(c, apigateway.Method)
+        ]
+        allowed = ", ".join(sorted(methods))
+        integration = apigateway.MockIntegration(
+            passthrough_behavior=apigateway.PassthroughBehavior.NEVER,
+            content_handling=apigateway.ContentHandling.CONVERT_TO_TEXT,
+            request_templates={"application/json": METHOD_NOT_ALLOWED_REQUEST},
+            integration_responses=[
+                apigateway.IntegrationResponse(
+                    status_code="405",
+                    content_handling=apigateway.ContentHandling.CONVERT_TO_TEXT,
+                    response_parameters={"method.response.header.Allow": f"'{allowed}'"},
+                    response_templates={
+                        "application/json": method_not_allowed_template(resource.path, allowed)
+                    },
+                )
+            ],
+        )
+        method = resource.add_method(
+            "ANY",
+            integration,
+            authorization_type=apigateway.AuthorizationType.NONE,
+            method_responses=[
+                apigateway.MethodResponse(
+                    status_code="405", response_parameters={"method.response.header.Allow": True}
+                )
+            ],
+        )
+        self._acknowledge_public(method, "Answers 405 with Allow from a MOCK; runs nothing")
+        return method
+
+    @staticmethod
+    def _acknowledge_public(method: apigateway.Method, reason: str) -> None:
+        """cdk-nag's finding on a method without authorisation, with the reason it is fine."""
+        Validations.of(method).acknowledge(Acknowledgment(id="AwsSolutions-APIG4", reason=reason))

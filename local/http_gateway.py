@@ -4,7 +4,9 @@ Every request, `/health` and `/openapi.json` included, is handed to the
 Lambda's own `lambda_handler` as a REST proxy event, and its answer (status,
 headers, body) is written back as it is, so no route exists twice. What API
 Gateway itself refuses before a Lambda runs (a body over 10 MB) is refused
-here the same way.
+here the same way. Bodies reach the handler as API Gateway passes them: a JSON
+body as its bytes, base64-encoded (`proxy_events.event_body`), never decoded here
+with replacement characters; a HEAD is answered without a body.
 """
 
 from __future__ import annotations
@@ -225,10 +227,14 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
                 continue
             for value in values:
                 self.send_header(name, value)
+        if self.command == "HEAD":
+            # No body, and no Content-Length: it would have to be the GET's (RFC 9110
+            # 8.6), which the handler's answer to a HEAD does not carry.
+            self.end_headers()
+            return
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
+        self.wfile.write(payload)
 
     def _refuse(
         self,

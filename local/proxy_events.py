@@ -6,11 +6,14 @@ through these events, so no route is implemented twice.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from converse_history.api_models import BINARY_MEDIA_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +41,14 @@ def proxy_event(
     headers: dict[str, str] | None = None,
     caller_arn: str | None = None,
 ) -> dict[str, Any]:
+    """A REST proxy event; a `bytes` body as API Gateway passes it (`event_body`)."""
     split = urlsplit(target)
     query = {k: v[-1] for k, v in parse_qs(split.query).items()}
     multi_query = parse_qs(split.query)
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     request_id = str(uuid.uuid4())
     all_headers = {"Content-Type": "application/json", **(headers or {})}
+    content_type = [v for k, v in all_headers.items() if k.lower() == "content-type"][-1]
+    text, is_base64 = event_body(body, content_type) if isinstance(body, bytes) else (body, False)
     return {
         "resource": split.path,
         "path": split.path,
@@ -64,8 +69,26 @@ def proxy_event(
             "identity": {"userArn": caller_arn, "caller": caller_arn, "sourceIp": "127.0.0.1"},
         },
         "body": text or None,
-        "isBase64Encoded": False,
+        "isBase64Encoded": is_base64,
     }
+
+
+def event_body(body: bytes, content_type: str) -> tuple[str, bool]:
+    """The body as the event carries it, and whether it is base64-encoded.
+
+    A body of a binary media type (`application/json`: BINARY_MEDIA_TYPES, the
+    API's `binaryMediaTypes` in AWS) is passed base64-encoded, its bytes as sent,
+    for the handler to decode strictly. So is any body that is not UTF-8, whatever
+    its type: decoded as text here, its bytes would have become U+FFFD, the
+    replacement character, and been stored so.
+    """
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type not in BINARY_MEDIA_TYPES:
+        try:
+            return body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            pass
+    return base64.b64encode(body).decode("ascii"), True
 
 
 def invoke(handler: Any, event: dict[str, Any]) -> tuple[int, dict[str, str], Any]:

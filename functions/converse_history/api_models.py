@@ -7,8 +7,10 @@ not limited here: a message over the store's item limit is answered 413.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -39,15 +41,11 @@ TOOL_NAME_DESCRIPTION = (
 )
 MAX_BLOCKS = 50
 
-NOT_BLANK_PATTERN = (
-    "[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
-    "\\u2028\\u2029\\u202f\\u205f\\u3000]"
-)
-"""A character that is not white space (Python's `str.isspace`, spelled out).
-
-The documents' regex dialects disagree on `\\s`, so the class is explicit: a text
-matches it exactly when `text.strip()` is not empty, the check the model makes.
-"""
+BINARY_MEDIA_TYPES = ("application/json",)
+"""Request media types whose bodies reach the Lambda as the bytes sent (base64-encoded,
+`isBase64Encoded`), never decoded on the way: the API's `binaryMediaTypes` in AWS, and
+the local runner's events. The handler decodes them as UTF-8, strictly, and refuses
+bytes that are not: decoded as text, they would have become U+FFFD."""
 
 SENT_AT_PATTERN = (
     r"^(?:19[7-9][0-9]|[2-9][0-9]{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
@@ -61,7 +59,6 @@ MAX_JSON_DEPTH = 32
 
 _SENT_AT_NAIVE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9:.]+$")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_TEXT_SCHEMA: JsonDict = {"minLength": 1, "pattern": NOT_BLANK_PATTERN}
 
 
 class _Strict(BaseModel):
@@ -118,20 +115,99 @@ def _text_problem(text: str, where: str) -> str | None:
     return None
 
 
-Text = Annotated[str, AfterValidator(_unicode_text)]
+# -- blank text ----------------------------------------------------------------------
+#
+# Bedrock Converse refuses a blank text block, and a reader sees nothing in one, so a
+# text must hold at least one character that is not blank. Blank is what no reader
+# sees: white space, controls and format characters (U+200B ZERO WIDTH SPACE, the
+# joiners, U+2060 WORD JOINER, U+FEFF, bidi marks, soft hyphen, tag characters), and
+# the few other characters Unicode lists as default-ignorable (variation selectors,
+# Hangul fillers, the combining grapheme joiner) plus U+2800 BRAILLE PATTERN BLANK,
+# the favourite stand-in for "invisible text". A joiner between visible characters
+# (an emoji ZWJ sequence, a Persian ZWNJ) is fine: the visible characters count.
+
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+"""Controls, format characters, and space, line and paragraph separators."""
+
+_SIGNS_THAT_ARE_FORMAT_CHARACTERS = frozenset(
+    "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd"
+)
+"""Unicode's prepended concatenation marks (Cf): each draws a sign (U+06DD END OF AYAH)."""
+
+_BLANK_OUTSIDE_THOSE_CATEGORIES = frozenset(
+    "\u034f"  # COMBINING GRAPHEME JOINER
+    "\u115f\u1160\u3164\uffa0"  # the Hangul fillers
+    "\u17b4\u17b5"  # Khmer inherent vowels, invisible
+    "\u180b\u180c\u180d\u180f"  # Mongolian free variation selectors
+    "\u2800"  # BRAILLE PATTERN BLANK
+    + "".join(map(chr, range(0xFE00, 0xFE10)))  # variation selectors
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))  # variation selectors supplement
+)
+
+
+def is_blank_character(character: str) -> bool:
+    """Whether a reader sees nothing of `character` on its own (white space included)."""
+    if character in _BLANK_OUTSIDE_THOSE_CATEGORIES:
+        return True
+    return (
+        unicodedata.category(character) in _BLANK_CATEGORIES
+        and character not in _SIGNS_THAT_ARE_FORMAT_CHARACTERS
+    )
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` holds no character a reader would see (the empty text included)."""
+    return all(map(is_blank_character, text))
+
+
+def _visible_text(text: str) -> str:
+    if not text:
+        raise ValueError("must not be empty")
+    if is_blank(text):
+        seen = list(dict.fromkeys(text))
+        shown = ", ".join(f"U+{ord(c):04X}" for c in seen[:4]) + (", ..." if seen[4:] else "")
+        raise ValueError(
+            f"must not be blank: it holds only white space and invisible characters ({shown})"
+        )
+    return text
+
+
+@functools.cache
+def not_blank_pattern() -> str:
+    """The documents' `pattern` for text: a character of the Basic Multilingual Plane that
+    is not blank, the ranges spelled out (`\\uXXXX`, as every regex dialect reads them).
+
+    Blank characters beyond it (tag characters, the supplementary variation selectors)
+    cannot be written in a JSON Schema regex without the `u` flag: the documents let a
+    text made only of those through, the service refuses it. Built on the first OpenAPI
+    document, not at import: it looks at all 65,536 characters.
+    """
+    blank = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF and is_blank_character(chr(c))]
+    ranges: list[tuple[int, int]] = []
+    for code in blank:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    spelled = "".join(
+        f"\\u{start:04x}" if start == end else f"\\u{start:04x}-\\u{end:04x}"
+        for start, end in ranges
+    )
+    return f"[^{spelled}]"
+
+
+def _text_schema(schema: JsonDict) -> None:
+    schema.update(minLength=1, pattern=not_blank_pattern())
+
+
+VisibleText = Annotated[str, AfterValidator(_unicode_text), AfterValidator(_visible_text)]
+"""Text that holds at least one character a reader sees: what every text block takes."""
 JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
 ToolJson = Annotated[dict[str, Any] | list[Any], AfterValidator(_plain_json)]
 
 
 class _NonEmptyText(_Strict):
-    text: Text = Field(json_schema_extra=_TEXT_SCHEMA)
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("must not be empty")
-        return text
+    text: VisibleText = Field(json_schema_extra=_text_schema)
 
 
 class TextBlock(_NonEmptyText):
@@ -233,7 +309,7 @@ class MessageBody(_Strict):
     model_config = ConfigDict(json_schema_extra=_TEXT_OR_CONTENT)
 
     id: str | None = Field(None, pattern=MESSAGE_ID_PATTERN)
-    text: Text | None = Field(None, json_schema_extra=_TEXT_SCHEMA)
+    text: VisibleText | None = Field(None, json_schema_extra=_text_schema)
     content: list[ContentBlock] | None = Field(None, min_length=1, max_length=MAX_BLOCKS)
     sent_at: datetime | None = Field(
         None,
@@ -246,8 +322,6 @@ class MessageBody(_Strict):
     def _text_or_content(self) -> MessageBody:
         if (self.text is None) == (self.content is None):
             raise ValueError("give exactly one of text and content")
-        if self.text is not None and not self.text.strip():
-            raise ValueError("text must not be empty")
         return self
 
     @field_validator("sent_at", mode="before")

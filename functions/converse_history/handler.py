@@ -7,10 +7,11 @@ missing table fails the cold start with the reason instead of serving.
 
 # No `from __future__ import annotations` here: Powertools reads the route
 # functions' annotations at runtime to validate requests and build the OpenAPI.
+import base64
+import binascii
 import dataclasses
 import functools
 import json
-import math
 import re
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -51,6 +52,13 @@ from converse_history.workflow_answer import (
 )
 from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.settings import Settings, load_settings
+from memory_core.strict_json import (
+    DUPLICATE_KEY,
+    NOT_JSON,
+    NUMBER_TOO_LARGE,
+    TOO_DEEP,
+    strict_loads,
+)
 
 logger = Logger()
 metrics = Metrics()
@@ -131,41 +139,11 @@ SERVICE = ConverseService(
     telemetry=TELEMETRY,
 )
 
-_NOT_JSON = "NaN and Infinity are not JSON"
-_NUMBER_TOO_LARGE = "a number is too large"
-_TOO_DEEP = "nested too deeply"
-_JSON_REFUSALS = frozenset({_NOT_JSON, _NUMBER_TOO_LARGE, _TOO_DEEP})
-
-
-def _json_body(text: str) -> Any:
-    """The body as strict JSON: a value Python's parser takes but JSON has not is refused.
-
-    Powertools answers a `JSONDecodeError` with a 400; anything else the parser
-    raises (a 5,000-digit integer, a body nested past the recursion limit) would
-    be a 500, and `NaN` or `1e400` would be stored and come back as `null`.
-    """
-    try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
-    except RecursionError:
-        raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None
-    except ValueError as error:
-        if isinstance(error, json.JSONDecodeError):
-            raise
-        raise json.JSONDecodeError(_NUMBER_TOO_LARGE, text, 0) from None
-
-
-def _no_constant(name: str) -> Any:
-    raise json.JSONDecodeError(_NOT_JSON, name, 0)
-
-
-def _finite_float(spelled: str) -> float:
-    number = float(spelled)
-    if not math.isfinite(number):
-        raise json.JSONDecodeError(_NUMBER_TOO_LARGE, spelled, 0)
-    return number
-
-
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
+# Powertools answers a `JSONDecodeError` from the deserializer with a 400 (`_invalid`);
+# strict_loads raises nothing else, and refuses what Python's parser lets through:
+# NaN, 1e400, a 5,000-digit integer, a body nested past the recursion limit, a key
+# given twice (Python keeps the last: `{"text": "a", "text": "b"}` would be "b").
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_loads)
 
 
 def _caller() -> Caller:
@@ -231,6 +209,14 @@ def health() -> HealthResponse:
     return HealthResponse(status="ok")
 
 
+# Not in the document: HTTP's HEAD is its GET without the body, and schemathesis would
+# hold the empty answer to the GET's schema.
+@app.head("/health", include_in_schema=False)
+def health_head() -> Response[str]:
+    """`GET /health` without its body, for load balancers and uptime checks."""
+    return Response(200, content_types.APPLICATION_JSON, "")
+
+
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, _openapi_document())
@@ -238,10 +224,31 @@ def openapi() -> Response[str]:
 
 @app.not_found
 def _no_route(_: Exception) -> Response[str]:
+    """404 for a path no route has; 405 with `Allow` for a path routed for other methods."""
     event = app.current_event
+    allowed = allowed_methods(event.path)
+    if not allowed:
+        return _error_response(
+            ApiError(404, "not_found", f"no route for {event.http_method} {event.path}")
+        )
     return _error_response(
-        ApiError(404, "not_found", f"no route for {event.http_method} {event.path}")
+        ApiError(
+            405,
+            "method_not_allowed",
+            f"{event.http_method} is not allowed on {event.path}; use {', '.join(allowed)}",
+            headers={"Allow": ", ".join(allowed)},
+        )
     )
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods the resolver routes for `path`, sorted; none for a path it does not know.
+
+    Read from the resolver's own route table (Powertools keeps no public view of it),
+    matched with the routes' own patterns, so `Allow` cannot disagree with the routing.
+    """
+    routes = app._static_routes + app._dynamic_routes
+    return sorted({route.method.upper() for route in routes if route.rule.match(path)})
 
 
 @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
@@ -279,10 +286,9 @@ def _first_invalid_field(errors: Any) -> ApiError:
         return invalid("body", "invalid request")
     first = details[0]
     if first.get("type") == "json_invalid":
-        reason = (first.get("ctx") or {}).get("error")
-        return invalid(
-            "body", f"not valid JSON ({reason})" if reason in _JSON_REFUSALS else "not valid JSON"
-        )
+        reason = str((first.get("ctx") or {}).get("error"))
+        named = reason in _JSON_REFUSALS or reason.startswith(DUPLICATE_KEY)
+        return invalid("body", f"not valid JSON ({reason})" if named else "not valid JSON")
     loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "path", "query")]
     loc = [_PATH_NAMES.get(part, part) for part in loc]
     field = ".".join(loc) or "body"
@@ -296,6 +302,8 @@ def _message(detail: Any) -> str:
 
 
 _PATH_NAMES = {"tenant_id": "tenantId", "contact_id": "contactId"}
+_JSON_REFUSALS = frozenset({NOT_JSON, NUMBER_TOO_LARGE, TOO_DEEP})
+"""strict_json's own refusals, shown with the key named; the parser's (`Expecting value`) not."""
 
 
 def _reason(detail: Any) -> str:
@@ -407,10 +415,12 @@ def _direct_ids(event: dict[str, Any]) -> tuple[str, str]:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "action" in event:
         return _direct(event)
-    refusal = _unsupported_media_type(event)
-    if refusal is not None:
-        return _proxy_answer(refusal)
-    return app.resolve(_normalised(event), context)
+    event = _with_decoded_path(event)
+    if _reads_a_body(event):
+        event, refusal = _json_text_body(event)
+        if refusal is not None:
+            return _proxy_answer(refusal)
+    return app.resolve(_with_canonical_media_type(event), context)
 
 
 # -- the proxy event, as the routes expect it ----------------------------------------
@@ -418,24 +428,31 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 _ID_CHARACTERS = re.compile(r"[A-Za-z0-9_.:@+-]*")
 
 
-def _normalised(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with its path segments percent-decoded and its JSON media type canonical.
+def _with_decoded_path(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its path segments percent-decoded where they decode to id characters.
 
     API Gateway's REST `path` keeps the client's percent-encoding, and
     Powertools reads the path parameters from it: `alice%40example.com` is the
     contact `alice@example.com`. Only a segment that decodes to id characters
     is decoded, so `a%2Fb` or `a%23b` stays as sent and is refused by the id
-    pattern, with the field named, rather than rerouted. Media types are
-    case-insensitive, while Powertools matches `application/json` as spelled.
+    pattern, with the field named, rather than rerouted.
     """
     path = event.get("path")
     if isinstance(path, str) and "%" in path:
-        event = {**event, "path": "/".join(_decoded(part) for part in path.split("/"))}
+        return {**event, "path": "/".join(_decoded(part) for part in path.split("/"))}
+    return event
+
+
+def _with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with a JSON media type spelled `application/json`, as Powertools matches it.
+
+    Media types are case-insensitive, and a `charset` was checked by `_json_text_body`.
+    """
     headers = event.get("headers") or {}
     for name, value in headers.items():
         if name.lower() == "content-type" and isinstance(value, str):
             if value != "application/json" and _media_type(value) == "application/json":
-                event = {**event, "headers": {**headers, name: "application/json"}}
+                return {**event, "headers": {**headers, name: "application/json"}}
             break
     return event
 
@@ -454,22 +471,73 @@ def _media_type(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def _unsupported_media_type(event: dict[str, Any]) -> ApiError | None:
-    """A body that is not JSON gets 415, not Powertools' form parsing or its own 415 shape."""
-    if str(event.get("httpMethod", "")).upper() != "POST":
-        return None
+def _reads_a_body(event: dict[str, Any]) -> bool:
+    """A POST to a path routed for POST: the requests whose body the routes read.
+
+    A POST elsewhere is answered 404 or 405 by the resolver, before any body matters.
+    """
+    path = event.get("path")
+    return (
+        str(event.get("httpMethod", "")).upper() == "POST"
+        and isinstance(path, str)
+        and "POST" in allowed_methods(path)
+    )
+
+
+_UTF_8 = frozenset({"utf-8", "utf8"})
+
+
+def _json_text_body(event: dict[str, Any]) -> tuple[dict[str, Any], ApiError | None]:
+    """The event with its body as UTF-8 JSON text, or the refusal of a body that is not.
+
+    A body that is not JSON gets 415 (not Powertools' form parsing or its own 415
+    shape); a `charset` other than UTF-8 gets 400. A body API Gateway passed
+    base64-encoded (`application/json` is a binary media type of the API, so the
+    bytes arrive as sent) is decoded strictly: bytes that are not UTF-8 get 400
+    and never become replacement characters. Powertools would decode it itself,
+    with a UnicodeDecodeError (a 500) on such bytes.
+    """
     headers = event.get("headers") or {}
     content_type = next(
         (v for k, v in headers.items() if k.lower() == "content-type" and isinstance(v, str)), ""
     )
-    media_type = _media_type(content_type)
-    if media_type in ("", "application/json"):
-        return None
-    return ApiError(
-        415,
-        "unsupported_media_type",
-        f"Content-Type: {content_type[:100]!r}; the body must be application/json",
-    )
+    if _media_type(content_type) not in ("", "application/json"):
+        refusal = ApiError(
+            415,
+            "unsupported_media_type",
+            f"Content-Type: {content_type[:100]!r}; the body must be application/json",
+        )
+        return event, refusal
+    charset = _charset(content_type)
+    if charset is not None and charset.lower() not in _UTF_8:
+        return event, invalid(
+            "body", f"Content-Type charset {charset[:40]!r}: the body must be UTF-8 JSON"
+        )
+    body = event.get("body")
+    if not event.get("isBase64Encoded") or not isinstance(body, str):
+        return event, None
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except binascii.Error:
+        return event, invalid("body", "marked isBase64Encoded, but not base64")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return event, invalid(
+            "body",
+            f"not UTF-8 (byte 0x{raw[error.start]:02x} at offset {error.start}); "
+            "send the JSON encoded as UTF-8",
+        )
+    return {**event, "body": text, "isBase64Encoded": False}, None
+
+
+def _charset(content_type: str) -> str | None:
+    """The `charset` parameter of a Content-Type, unquoted; None when it has none."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"')
+    return None
 
 
 def _proxy_answer(error: ApiError) -> dict[str, Any]:

@@ -293,8 +293,8 @@ def test_empty_missing_or_mistyped_text_is_refused(api):
             {"message": {"content": [{"text": ""}]}},
             "message.content",
         ),
-        Case("reply empty", "POST", turns_path(), reply_body(text=""), "body"),
-        Case("reply blank", "POST", turns_path(), reply_body(text="   "), "body"),
+        Case("reply empty", "POST", turns_path(), reply_body(text=""), "text: must not be"),
+        Case("reply blank", "POST", turns_path(), reply_body(text="   "), "text: must not be"),
         Case("reply number", "POST", turns_path(), reply_body(text=1), "text"),
         Case(
             "lone surrogate",

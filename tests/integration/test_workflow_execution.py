@@ -124,7 +124,7 @@ def test_the_turn_cap_publishes_an_escalation_and_never_asks_the_model(workflow)
     ("tenant", "message", "error", "cause"),
     [
         ("nobody", {"text": "hi"}, "unknown_tenant", "tenant 'nobody' is not in the rules"),
-        ("acme", {"text": "   "}, "invalid_request", "message: text must not be empty"),
+        ("acme", {"text": "   "}, "invalid_request", "message.text: must not be blank"),
         ("acme", "just text", "invalid_request", "message:"),
     ],
 )

@@ -1,0 +1,354 @@
+"""Request edges through the handler: bodies that are not UTF-8, keys given twice, methods.
+
+Each refusal is 400 (405 for a method) in the API's error shape, names what is
+wrong, and writes nothing. Bodies arrive as API Gateway passes them: raw bytes
+base64-encoded (`application/json` is a binary media type of the API), or text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from local.proxy_events import LambdaContextStandIn, proxy_event
+from tests.integration.conftest import Api
+
+TENANT = "/v1/tenants/acme/contacts/c1"
+CONVERSE = f"{TENANT}/converse"
+TURNS = f"{TENANT}/turns"
+MEMORY = f"{TENANT}/memory"
+
+
+def send(
+    api: Api,
+    method: str,
+    path: str,
+    body: bytes | str | None = None,
+    content_type: str = "application/json",
+) -> tuple[int, dict[str, str], Any]:
+    """Status, headers (`multiValueHeaders` joined) and the JSON answer (None when empty)."""
+    event = proxy_event(method, path, body, {"Content-Type": content_type})
+    answer = api.handler.lambda_handler(event, LambdaContextStandIn())
+    headers = {str(k): str(v) for k, v in (answer.get("headers") or {}).items()}
+    for name, values in (answer.get("multiValueHeaders") or {}).items():
+        headers[name] = ", ".join(values)
+    raw = answer.get("body") or ""
+    return int(answer["statusCode"]), headers, json.loads(raw) if raw else None
+
+
+def base64_event(path: str, raw: bytes, content_type: str = "application/json") -> dict[str, Any]:
+    """A POST as API Gateway passes a binary media type's body: base64, as sent."""
+    event = proxy_event("POST", path, None, {"Content-Type": content_type})
+    return {**event, "body": base64.b64encode(raw).decode(), "isBase64Encoded": True}
+
+
+def refused_as(answer: tuple[int, dict[str, str], Any], start: str) -> None:
+    """A 400 `invalid_request` whose message starts with `start`."""
+    status, _, body = answer
+    assert status == 400, body
+    assert body["error"]["code"] == "invalid_request"
+    assert body["error"]["message"].startswith(start), body
+
+
+# -- 1. bodies that are not UTF-8 ----------------------------------------------------
+
+LATIN_1 = '{"message": {"text": "h\u00e9llo"}}'.encode("latin-1")
+"""`héllo` in Latin-1: `\\xe9` alone is no UTF-8 (it would become U+FFFD)."""
+
+NOT_UTF_8 = [
+    pytest.param(LATIN_1, 0xE9, id="latin-1 e-acute"),
+    pytest.param(b'{"message": {"text": "a\xff\xfeb"}}', 0xFF, id="ff fe in a string"),
+    pytest.param(b'{"message": {"text": "h\xc3"}}', 0xC3, id="a sequence cut short"),
+    pytest.param(b'{"message": {"text": "\xc0\xaf"}}', 0xC0, id="an overlong slash"),
+    pytest.param(b'{"message": {"text": "\xed\xa0\x80"}}', 0xED, id="an encoded surrogate"),
+    pytest.param(b'{"message": {"text": "\xf4\x90\x80\x80"}}', 0xF4, id="past U+10FFFF"),
+    pytest.param(b"\xff\xfe{\x00}\x00", 0xFF, id="UTF-16 with its BOM"),
+]
+
+
+@pytest.mark.parametrize(("raw", "byte"), NOT_UTF_8)
+def test_bytes_that_are_not_utf_8_are_refused_naming_the_body(api, raw, byte):
+    answer = send(api, "POST", CONVERSE, raw)
+
+    refused_as(answer, f"body: not UTF-8 (byte 0x{byte:02x} at offset {raw.index(byte)})")
+    assert api.items() == []
+
+
+@pytest.mark.parametrize(("raw", "byte"), NOT_UTF_8[:2])
+def test_as_api_gateway_passes_them_base64_they_are_refused_too(api, raw, byte):
+    event = base64_event(CONVERSE, raw)
+
+    answer = api.handler.lambda_handler(event, LambdaContextStandIn())
+
+    assert answer["statusCode"] == 400
+    message = json.loads(answer["body"])["error"]["message"]
+    assert message.startswith(f"body: not UTF-8 (byte 0x{byte:02x}")
+    assert api.items() == []
+
+
+def test_a_reply_that_is_not_utf_8_is_refused_too(api):
+    raw = '{"role": "assistant", "text": "d\u00e9j\u00e0 vu"}'.encode("cp1252")
+
+    refused_as(send(api, "POST", TURNS, raw), "body: not UTF-8")
+    assert api.items() == []
+
+
+def test_base64_that_is_not_base64_is_400_not_500(api):
+    event = proxy_event("POST", CONVERSE, None)
+    event = {**event, "body": "not base64 at all!", "isBase64Encoded": True}
+
+    answer = api.handler.lambda_handler(event, LambdaContextStandIn())
+
+    assert answer["statusCode"] == 400
+    assert json.loads(answer["body"])["error"]["message"].startswith("body: ")
+    assert api.items() == []
+
+
+def test_utf_8_bytes_base64_encoded_are_read_and_kept_exactly(api):
+    text = "h\u00e9llo \u2014 \U0001f600 \ufffd"  # a client's own U+FFFD is text like any other
+    raw = json.dumps({"message": {"text": text}}, ensure_ascii=False).encode()
+
+    answer = api.handler.lambda_handler(base64_event(CONVERSE, raw), LambdaContextStandIn())
+
+    assert answer["statusCode"] == 200, answer["body"]
+    assert json.loads(answer["body"])["current"]["content"] == [{"text": text}]
+
+
+@pytest.mark.parametrize(
+    "charset",
+    ["latin-1", "ISO-8859-1", "windows-1252", "us-ascii", "utf-16", "utf-8x", "", '"latin-1"'],
+)
+def test_a_charset_other_than_utf_8_is_refused_naming_the_body(api, charset):
+    raw = b'{"message": {"text": "hello"}}'  # the same bytes in every one of them
+
+    answer = send(api, "POST", CONVERSE, raw, f"application/json; charset={charset}")
+
+    refused_as(answer, "body: Content-Type charset")
+    assert api.items() == []
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "application/json; charset=UTF-8",
+        "application/json;charset=utf8",
+        'application/json; charset="utf-8"',
+        "Application/JSON; Charset=Utf-8",
+        "application/json; version=1",
+    ],
+)
+def test_utf_8_by_any_of_its_spellings_is_accepted(api, content_type):
+    raw = '{"message": {"text": "h\u00e9llo"}}'.encode()
+
+    status, _, answer = send(api, "POST", CONVERSE, raw, content_type)
+
+    assert status == 200, answer
+    assert answer["current"]["content"] == [{"text": "h\u00e9llo"}]
+
+
+def test_the_latin_1_body_of_the_issue_is_refused_and_never_stored_as_a_replacement(api):
+    answer = send(api, "POST", CONVERSE, LATIN_1, "application/json; charset=latin-1")
+
+    refused_as(answer, "body: ")
+    assert api.items() == []
+
+
+# -- 2. a key given twice ------------------------------------------------------------
+
+DUPLICATES = [
+    pytest.param(CONVERSE, '{"message": {"text": "a", "text": "b"}}', "text", id="text"),
+    pytest.param(
+        CONVERSE,
+        '{"message": {"text": "a"}, "message": {"text": "b"}}',
+        "message",
+        id="top level",
+    ),
+    pytest.param(
+        CONVERSE,
+        '{"message": {"text": "a", "t\\u0065xt": "b"}}',
+        "text",
+        id="the same key escaped",
+    ),
+    pytest.param(
+        CONVERSE,
+        '{"message": {"content": [{"text": "hi"}, {"toolResult": {"toolUseId": "t1", '
+        '"content": [{"json": {"x": 1, "x": 2}}]}}]}}',
+        "x",
+        id="in a tool's JSON",
+    ),
+    pytest.param(TURNS, '{"role": "assistant", "role": "user", "text": "hi"}', "role", id="role"),
+    pytest.param(
+        TURNS,
+        '{"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "n", '
+        '"input": {"city": "Lyon", "city": "Paris"}}}]}',
+        "city",
+        id="in a tool's input",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "raw", "key"), DUPLICATES)
+def test_a_key_given_twice_is_refused_naming_the_key(api, path, raw, key):
+    json.loads(raw)  # Python's own parser takes it, keeping the last
+
+    answer = send(api, "POST", path, raw)
+
+    refused_as(answer, f"body: not valid JSON (duplicate key {key!r})")
+    assert api.items() == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param({"content": [{"text": "a"}, {"text": "b"}]}, id="one key in sibling objects"),
+        pytest.param(
+            {
+                "content": [
+                    {"text": "hi"},
+                    {"toolResult": {"toolUseId": "t1", "content": [{"json": {"a": 1, "A": 2}}]}},
+                ]
+            },
+            id="keys that differ in case",
+        ),
+        pytest.param(
+            {
+                "content": [
+                    {"text": "hi"},
+                    {"toolResult": {"toolUseId": "t1", "content": [{"json": {"a": {"a": 1}}}]}},
+                ]
+            },
+            id="one key at two depths",
+        ),
+    ],
+)
+def test_keys_that_only_look_alike_are_accepted(api, message):
+    status, _, answer = send(api, "POST", CONVERSE, json.dumps({"message": message}))
+
+    assert status == 200, answer
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ('{"message": {"text": "hi", "n": NaN}}', "NaN and Infinity are not JSON"),
+        ('{"message": {"text": "hi", "n": 1e400}}', "a number is too large"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_the_shared_parser_keeps_its_other_refusals(api, raw, reason):
+    refused_as(send(api, "POST", CONVERSE, raw), f"body: not valid JSON ({reason})")
+
+
+# -- 3. methods ----------------------------------------------------------------------
+
+WRONG_METHODS = [
+    *((method, CONVERSE, "POST") for method in ("GET", "PUT", "DELETE", "PATCH", "OPTIONS")),
+    *((method, TURNS, "POST") for method in ("GET", "PUT", "DELETE", "PATCH")),
+    *((method, MEMORY, "GET") for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS")),
+    *((method, "/health", "GET, HEAD") for method in ("POST", "PUT", "DELETE", "PATCH")),
+    ("HEAD", CONVERSE, "POST"),
+    ("HEAD", MEMORY, "GET"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "allow"), WRONG_METHODS)
+def test_a_wrong_method_on_a_known_path_is_405_with_allow(api, method, path, allow):
+    status, headers, answer = send(api, method, path, '{"message": {"text": "hi"}}')
+
+    assert status == 405, answer
+    assert headers["Allow"] == allow
+    assert answer["error"]["code"] == "method_not_allowed"
+    assert answer["error"]["message"].startswith(f"{method} is not allowed on {path}; use {allow}")
+    assert set(answer) == {"error"}
+    assert api.items() == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/nothing"),
+        ("DELETE", "/v1/tenants/acme/contacts/c1"),
+        ("GET", f"{TENANT}/converse/more"),
+        ("POST", "/health/deep"),
+        ("HEAD", "/"),
+        ("POST", "/v1/tenants/acme/contacts//converse"),
+    ],
+)
+def test_an_unknown_path_stays_404(api, method, path):
+    status, headers, answer = send(api, method, path, '{"message": {"text": "hi"}}')
+
+    assert status == 404, answer
+    assert answer["error"]["code"] == "not_found"
+    assert "Allow" not in headers
+
+
+def test_the_path_decides_before_the_body(api):
+    """405 comes before what the body holds: it is not read for a method the path refuses."""
+    text_plain = send(api, "POST", "/health", b"hi", "text/plain")
+    latin_1 = send(api, "POST", MEMORY, LATIN_1, "application/json; charset=latin-1")
+
+    assert (text_plain[0], latin_1[0]) == (405, 405)
+    assert send(api, "POST", "/nothing", LATIN_1)[0] == 404
+
+
+def test_head_on_health_is_200_without_a_body(api):
+    event = proxy_event("HEAD", "/health")
+
+    answer = api.handler.lambda_handler(event, LambdaContextStandIn())
+
+    assert answer["statusCode"] == 200
+    assert not answer.get("body")
+
+
+def test_every_method_allow_names_is_served(api):
+    """What `Allow` lists is routed: none of them is answered 404 or 405."""
+    api.converse("hello")
+    for path, allow in ((CONVERSE, "POST"), (MEMORY, "GET"), ("/health", "GET, HEAD")):
+        for method in allow.split(", "):
+            body = '{"message": {"text": "again"}}' if method == "POST" else None
+            status, _, answer = send(api, method, path, body)
+            assert status in (200, 201), (method, path, answer)
+
+
+# -- 4. blank text (the model's own cases: tests/unit/test_blank_text.py) -------------
+
+ZERO_WIDTH_ONLY = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (CONVERSE, {"message": {"text": ZERO_WIDTH_ONLY}}, "message.text"),
+        (CONVERSE, {"message": {"text": "\u0000"}}, "message.text"),
+        (
+            CONVERSE,
+            {"message": {"content": [{"text": "\u00a0\u3000\u200b"}]}},
+            "message.content.0.TextBlock.text",
+        ),
+        (TURNS, {"role": "assistant", "text": " \u2028\t\u200b"}, "text"),
+        (
+            TURNS,
+            {
+                "role": "user",
+                "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "\u2060"}]}}],
+            },
+            "content.0.ToolResultBlock.toolResult.content.0.ToolResultText.text",
+        ),
+    ],
+)
+def test_blank_text_is_refused_naming_the_field_and_nothing_is_written(api, path, body, field):
+    refused_as(send(api, "POST", path, json.dumps(body)), f"{field}: must not be blank")
+    assert api.items() == []
+
+
+def test_an_emoji_zwj_sequence_is_text(api):
+    status, _, answer = send(
+        api, "POST", CONVERSE, json.dumps({"message": {"text": "\U0001f469\u200d\U0001f4bb"}})
+    )
+
+    assert status == 200, answer
+    assert answer["current"]["content"] == [{"text": "\U0001f469\u200d\U0001f4bb"}]
