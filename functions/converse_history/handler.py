@@ -81,7 +81,10 @@ _ERROR_DESCRIPTIONS = {
     413: "the message is over the store's item limit; nothing written",
     422: "sentAt more than 5 minutes in the future; nothing written",
     415: "the body is not application/json",
-    429: "rate_limited: over the tenant's rate limit; not recorded",
+    429: (
+        "rate_limited: over the tenant's rate limit; not recorded; Retry-After and "
+        "error.retryAfterSeconds say how many seconds until the contact may send again"
+    ),
 }
 ERRORS: dict[int, Any] = {
     status: {
