@@ -581,8 +581,8 @@ def assert_folded_once(api: Api, pairs: int) -> None:
     assert state["unfoldedTurns"]["N"] == "0"
     points = state["foldSummary"]["S"].splitlines()
     for n in range(pairs):
-        assert sum(p.endswith(f": Contact: question {n}") for p in points) == 1, points
-        assert sum(p.endswith(f": Agent: answer {n}") for p in points) == 1, points
+        assert sum(p.endswith(f" Contact: question {n}") for p in points) == 1, points
+        assert sum(p.endswith(f" Agent: answer {n}") for p in points) == 1, points
     assert assert_consistent(api, "roomy") == 2 * pairs
 
 

@@ -49,7 +49,8 @@ def test_the_offline_summary_is_deterministic_and_extractive():
     summariser = OfflineSummariser()
     first = summariser.summarise(None, turns, 800)
     assert first == summariser.summarise(None, turns, 800)
-    assert first.text.count("\n") == 3
+    assert first.text.splitlines()[0] == "[2026-11-01 09:01–09:04, 4 turns]"
+    assert first.text.count("\n- ") == 4  # a point a turn
     assert first.input_tokens == estimate_tokens(transcript(turns))
 
 
@@ -60,8 +61,8 @@ def test_the_offline_summary_folds_onto_the_previous_one():
     second = summariser.summarise(
         first.text, [turn(clock, "assistant", text("Due 15 March."))], 800
     )
-    assert second.text.splitlines()[0] == first.text
-    assert second.text.splitlines()[1].endswith("Agent: Due 15 March.")
+    assert first.text == "[2026-11-01 09:01, 1 turn]\n- Contact: Fee is 1,200."
+    assert second.text == first.text + "\n[2026-11-01 09:02, 1 turn]\n- Agent: Due 15 March."
 
 
 @pytest.mark.parametrize("cap", [50, 100, 800])
@@ -70,8 +71,9 @@ def test_the_offline_summary_stays_within_its_cap_and_says_what_it_left_out(cap)
     turns = [turn(clock, "user", text(f"point number {n} about the lease")) for n in range(300)]
     summary = OfflineSummariser().summarise(None, turns, cap).text
     assert estimate_tokens(summary) <= cap
-    assert summary.startswith("(earlier points omitted)")
-    assert "point number 299" in summary
+    assert summary.startswith("[2026-11-01 10:00 – 2026-11-13 21:00, 300 turns]\n")
+    assert "point number 0" in summary
+    assert "\n- … Contact: point number" in summary  # points left out, and where
 
 
 def test_a_capped_summary_is_cut_visibly():
