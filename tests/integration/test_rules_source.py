@@ -471,10 +471,12 @@ def _configuration(document: Any, next_token: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.usefixtures("aws_environment")
-def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, rejections):
-    # moto does not serve AppConfigData (see the next test), so the AppConfigData
-    # client under Powertools' own provider is stubbed: no network, real Powertools.
+def _stubbed_app_config(monkeypatch, rejections) -> tuple[Stubber, AppConfigRulesSource]:
+    """A source over Powertools' own AppConfig provider, its session already started.
+
+    moto does not serve AppConfigData (see the skipped test), so the AppConfigData
+    client under the provider is stubbed: no network, real Powertools.
+    """
     client = boto3.client("appconfigdata")
     stub = Stubber(client)
     monkeypatch.setitem(
@@ -492,6 +494,12 @@ def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, reject
             "ConfigurationProfileIdentifier": PROFILE,
         },
     )
+    return stub, source
+
+
+@pytest.mark.usefixtures("aws_environment")
+def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, rejections):
+    stub, source = _stubbed_app_config(monkeypatch, rejections)
     stub.add_response(
         "get_latest_configuration",
         _configuration(_rules(14), "token-2"),
@@ -584,23 +592,7 @@ def test_powertools_get_app_config_with_a_key_given_twice_keeps_the_last_good_ru
 ):
     # Powertools' transform="json" would parse this with json.loads and serve
     # an empty tenant list: the source reads the bytes itself, strictly.
-    client = boto3.client("appconfigdata")
-    stub = Stubber(client)
-    monkeypatch.setitem(
-        DEFAULT_PROVIDERS,
-        "appconfig",
-        parameters.AppConfigProvider(environment=ENV, application=APP, boto3_client=client),
-    )
-    source = AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
-    stub.add_response(
-        "start_configuration_session",
-        {"InitialConfigurationToken": "token-1"},
-        {
-            "ApplicationIdentifier": APP,
-            "EnvironmentIdentifier": ENV,
-            "ConfigurationProfileIdentifier": PROFILE,
-        },
-    )
+    stub, source = _stubbed_app_config(monkeypatch, rejections)
     stub.add_response(
         "get_latest_configuration",
         _configuration(_rules(14), "token-2"),
