@@ -10,10 +10,46 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from converse_history.telemetry import TENANT_DIMENSION
 from infra.config import DeploymentConfig
 from infra.service_function import COMPACTOR_SERVICE, HISTORY_SERVICE, METRICS_NAMESPACE
 
 NAMESPACE = METRICS_NAMESPACE
+
+
+def all_tenants(name: str, label: str) -> cloudwatch.MathExpression:
+    """The Sum of a per-tenant metric of the history Lambda, over every tenant.
+
+    A search expression: it finds each tenant's series (the `tenant` dimension beside
+    `service`) as tenants come, with no list of them in the stack. Graphs only: an
+    alarm cannot watch a search.
+    """
+    schema = f"{{{NAMESPACE},service,{TENANT_DIMENSION}}}"
+    search = f'{schema} MetricName="{name}" service="{HISTORY_SERVICE}"'
+    return cloudwatch.MathExpression(
+        expression=f"SUM(SEARCH('{search}', 'Sum', 300))",
+        using_metrics={},
+        label=label,
+        period=Duration.minutes(5),
+    )
+
+
+def cached_share() -> cloudwatch.MathExpression:
+    """The share of the prompt tokens Bedrock read from its cache, in percent, all tenants.
+
+    Bedrock counts its cache apart: `inputTokens` are the prompt tokens processed in
+    full, beside those read from the cache and those written to it.
+    """
+    return cloudwatch.MathExpression(
+        expression="100 * cacheRead / (input + cacheRead + cacheWrite)",
+        using_metrics={
+            "input": all_tenants("InputTokens", "Input tokens"),
+            "cacheRead": all_tenants("CacheReadInputTokens", "Cache read tokens"),
+            "cacheWrite": all_tenants("CacheWriteInputTokens", "Cache write tokens"),
+        },
+        label="Prompt tokens read from the cache (%)",
+        period=Duration.minutes(5),
+    )
 
 
 def service_metric(name: str, service: str, statistic: str = "Sum") -> cloudwatch.Metric:
@@ -185,5 +221,17 @@ class Monitoring(Construct):
                 ],
                 # Model inputs that left their oldest messages out to fit the state.
                 right=[history_metric("WorkflowInputsShortened")],
+            ),
+            cloudwatch.GraphWidget(
+                title="Model tokens: cached share of the prompt, all tenants",
+                left=[cached_share()],
+                left_y_axis=cloudwatch.YAxisProps(min=0, max=100, label="%", show_units=False),
+                # The replies' usage as the model reported it, summed over the tenants.
+                right=[
+                    all_tenants("InputTokens", "Input tokens"),
+                    all_tenants("CacheReadInputTokens", "Cache read tokens"),
+                    all_tenants("CacheWriteInputTokens", "Cache write tokens"),
+                    all_tenants("OutputTokens", "Output tokens"),
+                ],
             ),
         )

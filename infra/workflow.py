@@ -4,7 +4,8 @@ NameTheMessage -> RecordAndWindow (the history Lambda, direct invocation) -> Dec
   refused  -> Refused -> Failed (the refusal's code and message as error and cause)
   escalate -> EventBridge `ConversationEscalated` (a person takes over)
   model    -> Bedrock Converse (SDK integration) -> NameTheReply
-           -> RecordTheReply (the reply's first text block) -> Answered (or Refused)
+           -> RecordTheReply (the reply's first text block, with the model's token
+              usage) -> Answered (or Refused)
 A failing step retries what is transient and is caught into Failed with its error.
 
 The execution's state holds at most 256 KiB, and going over cannot be caught, so
@@ -138,10 +139,13 @@ class Workflow(Construct):
             # The whole content: the history Lambda records its first text block, whatever
             # comes before it (a reasoning block), and refuses a reply with none, naming the
             # stop reason. A JSONPath filter here would fail uncatchably on a reply without
-            # text.
+            # text. The usage goes whole too: its cache members are absent when no cache
+            # was used, and a path to an absent member fails the state; the Lambda reads
+            # the members it counts and records them with the reply.
             result_selector={
                 "content": sfn.JsonPath.list_at("$.Output.Message.Content"),
                 "stopReason": sfn.JsonPath.string_at("$.StopReason"),
+                "usage": sfn.JsonPath.object_at("$.Usage"),
             },
             # The reply replaces the model's input, which no later step needs.
             result_path="$.model",

@@ -17,6 +17,7 @@ from typing import Protocol
 from memory_core.conversation import ConversationState, Fold
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn, TurnPosition
+from memory_core.usage import TokenUsage
 
 # DynamoDB's item limit is 400 KB, attribute names included; the margin covers
 # the turn item's other attributes and keys.
@@ -56,6 +57,8 @@ class StoredTurn:
     """The estimate counted into the unfolded counter when the turn was recorded."""
     expired: bool = False
     """Its TTL has passed: it is read by no one, and never folded."""
+    usage: TokenUsage | None = None
+    """The model's usage for a reply, as recorded with it (never part of its content)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +160,13 @@ class ConversationStore(Protocol):
         lifetime_days: int,
     ) -> None: ...
     def record_reply(
-        self, key: ConversationKey, turn: Turn, tokens: int, *, lifetime_days: int
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        tokens: int,
+        *,
+        lifetime_days: int,
+        usage: TokenUsage | None = None,
     ) -> None: ...
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None: ...
     def claim(

@@ -45,6 +45,7 @@ from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold, 
 from memory_core.history_range import expires_at, is_expired
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn, TurnPosition
+from memory_core.usage import TokenUsage
 
 STATE_SK = "TURN#~STATE"
 TURN_PREFIX = "TURN#"
@@ -53,6 +54,8 @@ FOLD_PREFIX = "FOLD#"
 FOLD_VERSION_DIGITS = 12
 """Fixed width, so the memory items sort by version."""
 TTL_ATTRIBUTE = "expiresAt"
+USAGE_ATTRIBUTE = "usage"
+"""A reply's turn item: the model's token usage, as reported with it."""
 TURNS_END = TURN_PREFIX + "~"
 """Sorts after every turn key and before the state's (`TURN#~STATE`)."""
 TABLE_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -344,21 +347,34 @@ class DynamoDBConversationStore:
             raise VersionConflict() from None
 
     def record_reply(
-        self, key: ConversationKey, turn: Turn, tokens: int, *, lifetime_days: int
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        tokens: int,
+        *,
+        lifetime_days: int,
+        usage: TokenUsage | None = None,
     ) -> None:
         """An agent's (or a person's) reply: the turn and the counters, in one transaction.
 
         No read first: the counters move by increments, so no version is needed.
         The commit expects the turn to sort above the compaction marks; when it
         does not, the reply is late and is recorded again onto the late list.
+        The model's `usage` is an attribute of the turn item (`usage`, a map of
+        Converse's names), beside its content, never inside it.
         """
         encoded = encode_content(turn)
         check_item_size(encoded)
+        extra = _usage_attribute(usage)
         try:
-            self._record_reply(key, turn, encoded, tokens, lifetime_days, late=False)
+            self._record_reply(
+                key, turn, encoded, tokens, lifetime_days, turn_extra=extra, late=False
+            )
         except _StateConditionFailed:
             # The marks only move forward: a late reply stays late, one more commit.
-            self._record_reply(key, turn, encoded, tokens, lifetime_days, late=True)
+            self._record_reply(
+                key, turn, encoded, tokens, lifetime_days, turn_extra=extra, late=True
+            )
 
     def _record_reply(
         self,
@@ -368,6 +384,7 @@ class DynamoDBConversationStore:
         tokens: int,
         lifetime_days: int,
         *,
+        turn_extra: Item,
         late: bool,
     ) -> None:
         sort_key = {"S": turn_sort_key(turn.position)}
@@ -397,6 +414,7 @@ class DynamoDBConversationStore:
             ttl=expires_at(turn.sent_at, lifetime_days),
             state_update=state_update,
             marker_extra={},
+            turn_extra=turn_extra,
         )
 
     def _state_ttl(self, turn: Turn, lifetime_days: int) -> int:
@@ -588,6 +606,7 @@ class DynamoDBConversationStore:
         ttl: int,
         state_update: dict[str, Any],
         marker_extra: Item,
+        turn_extra: Item | None = None,
     ) -> None:
         sort_key = turn_sort_key(turn.position)
         turn_item: Item = {
@@ -598,6 +617,7 @@ class DynamoDBConversationStore:
             "content": {"S": encoded},
             "tokens": {"N": str(tokens)},
             TTL_ATTRIBUTE: {"N": str(ttl)},
+            **(turn_extra or {}),
         }
         marker: Item = {
             **_key(key.partition, MARKER_PREFIX + turn.id),
@@ -721,7 +741,25 @@ def _turn_from(item: Mapping[str, Any]) -> Turn:
 
 def _stored_from(item: Mapping[str, Any], now: datetime) -> StoredTurn:
     expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
-    return StoredTurn(_turn_from(item), _number(item, "tokens"), expired)
+    usage = item.get(USAGE_ATTRIBUTE)
+    return StoredTurn(
+        _turn_from(item),
+        _number(item, "tokens"),
+        expired,
+        usage=_usage_from(usage["M"]) if usage else None,
+    )
+
+
+def _usage_attribute(usage: TokenUsage | None) -> Item:
+    """The turn item's `usage`: the fields the model reported, as numbers."""
+    if usage is None:
+        return {}
+    reported = {name: {"N": str(value)} for name, value in usage.as_json().items()}
+    return {USAGE_ATTRIBUTE: {"M": reported}}
+
+
+def _usage_from(reported: Mapping[str, Any]) -> TokenUsage:
+    return TokenUsage.from_json({name: value["N"] for name, value in reported.items()})
 
 
 def _number(item: Mapping[str, Any], name: str, default: int = 0) -> int:

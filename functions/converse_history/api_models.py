@@ -20,11 +20,15 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictInt,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic.config import JsonDict
+
+from memory_core.usage import MAX_TOKENS, TokenUsage
 
 CONTACT_ID_PATTERN = r"^[A-Za-z0-9+][A-Za-z0-9_.:@+-]{0,127}$"
 MESSAGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
@@ -390,11 +394,12 @@ class ConverseRequest(_Strict):
 _ROLE_RULES: JsonDict = {
     "allOf": [
         {
-            # A `user` turn recorded here only returns tool results.
+            # A `user` turn recorded here only returns tool results, and no model's usage.
             "if": {"required": ["role"], "properties": {"role": {"const": "user"}}},
             "then": {
                 "required": ["content"],
                 "properties": {"content": {"type": "array", "items": {"required": ["toolResult"]}}},
+                "not": {"required": ["usage"]},
             },
         },
         {
@@ -405,12 +410,62 @@ _ROLE_RULES: JsonDict = {
 }
 
 
+TokenCount = Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)]
+
+
+class Usage(_Strict):
+    """What the model reported for the reply: Bedrock Converse's `usage`, as it names it.
+
+    Bedrock's own object can be passed as it came (its `cacheDetails` is accepted and
+    not kept). Counted per tenant when the reply is first recorded, never on a replay.
+    """
+
+    input_tokens: TokenCount = Field(
+        alias="inputTokens", description="prompt tokens the model processed, cache aside"
+    )
+    output_tokens: TokenCount = Field(alias="outputTokens")
+    total_tokens: TokenCount | None = Field(None, alias="totalTokens")
+    cache_read_input_tokens: TokenCount | None = Field(
+        None, alias="cacheReadInputTokens", description="prompt tokens read from the cache"
+    )
+    cache_write_input_tokens: TokenCount | None = Field(
+        None, alias="cacheWriteInputTokens", description="prompt tokens written to the cache"
+    )
+    cache_details: list[Any] | None = Field(
+        None, alias="cacheDetails", description="Bedrock's breakdown of cache writes; not kept"
+    )
+
+    def token_usage(self) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.total_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens,
+            cache_write_input_tokens=self.cache_write_input_tokens,
+        )
+
+
 class RecordTurnRequest(MessageBody):
     """An agent's reply (`assistant`), or the tool results it returns (`user`)."""
 
     model_config = ConfigDict(json_schema_extra={**_TEXT_OR_CONTENT, **_ROLE_RULES})
 
     role: Literal["assistant", "user"]
+    usage: Usage | None = Field(
+        None,
+        description="assistant turns only: the model's token usage for this reply, "
+        "for the per-tenant token metrics",
+    )
+
+    @field_validator("usage")
+    @classmethod
+    def _only_a_reply_reports_usage(cls, usage: Usage | None, info: ValidationInfo) -> Usage | None:
+        if usage is not None and info.data.get("role") == "user":
+            raise ValueError(
+                "only an assistant turn carries the model's usage; "
+                "a user turn returning tool results has none"
+            )
+        return usage
 
     @model_validator(mode="after")
     def _user_turns_only_return_tool_results(self) -> RecordTurnRequest:
@@ -465,7 +520,18 @@ class ConverseResponse(BaseModel):
     history: list[ConverseMessage] | None = None
     memory: MemoryView | None = None
     window: WindowView | None = None
-    converse: ConverseFragment | None = None
+    converse: ConverseFragment | None = Field(
+        None,
+        description="a ready fragment for Bedrock Converse: the memory in `system`, then "
+        "`messages` = history + current (roles alternating, tools repaired). Unless the "
+        "tenant's `promptCache` is `off`, it carries cache points "
+        '(`{"cachePoint": {"type": "default"}}`, with `"ttl": "1h"` for a tenant whose '
+        "`promptCacheTtl` is `1h`): one after the memory in `system`, one after the "
+        "history (at the end of its last message, or between its blocks and the current "
+        "message's where both are merged into one `user` message); none where there is no "
+        "memory or no history, two at most. With `off` there is no cache point at all. "
+        "`history` never carries any.",
+    )
 
 
 class TurnView(BaseModel):

@@ -48,6 +48,7 @@ from converse_history.workflow_answer import (
     WORKFLOW,
     refuse_what_cannot_fit,
     reply_text,
+    reply_usage,
     workflow_answer,
 )
 from memory_core.rules import TENANT_ID_PATTERN
@@ -59,6 +60,7 @@ from memory_core.strict_json import (
     TOO_DEEP,
     strict_loads,
 )
+from memory_core.usage import TokenUsage
 
 logger = Logger()
 metrics = Metrics()
@@ -160,6 +162,10 @@ def _incoming(body: MessageBody, role: str) -> Incoming:
     return Incoming(id=body.id, role=role, content=body.blocks(), sent_at=body.sent_at)  # type: ignore[arg-type]
 
 
+def _usage(body: RecordTurnRequest) -> TokenUsage | None:
+    return body.usage.token_usage() if body.usage is not None else None
+
+
 @app.post(
     f"{BASE}/converse",
     responses=_answers(
@@ -183,7 +189,9 @@ def converse(tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest) 
 def record_turn(
     tenant_id: TenantId, contact_id: ContactId, body: RecordTurnRequest
 ) -> RecordTurnResponse:
-    result = SERVICE.record(tenant_id, contact_id, _incoming(body, body.role), _caller())
+    result = SERVICE.record(
+        tenant_id, contact_id, _incoming(body, body.role), _caller(), usage=_usage(body)
+    )
     return RecordTurnResponse.model_validate(result)
 
 
@@ -367,10 +375,15 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
             return _for_the_workflow(tenant_id, contact_id, incoming, event, caller)
         if action == "record":
             fields = {k: v for k, v in event.items() if k not in _DIRECT_KEYS}
+            model_usage = None
             if "modelReply" in fields:
-                fields["text"] = reply_text(fields.pop("modelReply"))
+                model_reply = fields.pop("modelReply")
+                fields["text"] = reply_text(model_reply)
+                model_usage = reply_usage(model_reply, on_unreadable=TELEMETRY.usage_unreadable)
             body = RecordTurnRequest.model_validate(fields)
-            return SERVICE.record(tenant_id, contact_id, _incoming(body, body.role), caller)
+            usage = _usage(body) or model_usage
+            incoming = _incoming(body, body.role)
+            return SERVICE.record(tenant_id, contact_id, incoming, caller, usage=usage)
         raise invalid("action", "must be 'converse' or 'record'")
     except ValidationError as error:
         api_error = _first_invalid_field(error.errors())

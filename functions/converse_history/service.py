@@ -34,7 +34,7 @@ from adapters.rules_source import RulesSource
 from converse_history.errors import ApiError, forbidden, unknown_tenant
 from memory_core.compaction_trigger import compaction_due
 from memory_core.conversation import ConversationState, Fold
-from memory_core.converse_shape import converse_fragment
+from memory_core.converse_shape import CachePoints, converse_fragment
 from memory_core.coverage import held_by_neither
 from memory_core.history_range import history_cutoff, turn_lifetime_days
 from memory_core.rate_limit import remember, seconds_until_free
@@ -45,6 +45,7 @@ from memory_core.tenancy import caller_may_act_for
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.turn_cap import exceeds_cap, next_streak
 from memory_core.turns import Role, Turn, TurnPosition
+from memory_core.usage import TokenUsage
 from memory_core.window import Window, build_window
 
 FUTURE_TOLERANCE = timedelta(minutes=5)
@@ -63,6 +64,7 @@ class Telemetry(Protocol):
     def compaction_request_failed(self, error: Exception) -> None: ...
     def commit_retried(self, attempt: int) -> None: ...
     def replay_memory_missing(self, version: int) -> None: ...
+    def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +123,19 @@ class ConverseService:
         raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
 
     def record(
-        self, tenant_id: str, contact_id: str, message: Incoming, caller: Caller
+        self,
+        tenant_id: str,
+        contact_id: str,
+        message: Incoming,
+        caller: Caller,
+        *,
+        usage: TokenUsage | None = None,
     ) -> dict[str, Any]:
+        """A reply (or tool results) recorded; `usage`, the model's, kept with the turn.
+
+        The usage is counted when the turn is first recorded: a replay of the id
+        records nothing, so it counts nothing, whatever usage it carries.
+        """
         tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
         turn = self._turn(message, field="")
@@ -130,7 +143,7 @@ class ConverseService:
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 self._store.record_reply(
-                    key, turn, tokens, lifetime_days=self._lifetime_days(tenant)
+                    key, turn, tokens, lifetime_days=self._lifetime_days(tenant), usage=usage
                 )
             except VersionConflict:
                 # A reply takes no lock, but DynamoDB still cancels its transaction when
@@ -143,6 +156,9 @@ class ConverseService:
             except Duplicate as duplicate:
                 self._same_message(turn, duplicate.first)
                 turn = Turn(turn.id, turn.role, turn.content, duplicate.first.position.sent_at)
+            else:
+                if usage is not None:
+                    self._telemetry.reply_usage(tenant_id, usage)
             return {"turn": turn_view(turn)}
         raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
 
@@ -220,7 +236,7 @@ class ConverseService:
             self._telemetry.escalated(streak.count)
             return escalation(streak.count, turn)
         self._observe(window, state, since, turn, tenant)
-        return self._answer(streak.count, turn, window, memory, since)
+        return self._answer(streak.count, turn, window, memory, since, tenant=tenant)
 
     def _observe(
         self,
@@ -246,12 +262,22 @@ class ConverseService:
             self._telemetry.coverage_gap(missing)
 
     def _answer(
-        self, turn_count: int, turn: Turn, window: Window, fold: Fold | None, since: datetime
+        self,
+        turn_count: int,
+        turn: Turn,
+        window: Window,
+        fold: Fold | None,
+        since: datetime,
+        *,
+        tenant: TenantRules,
     ) -> dict[str, Any]:
         fold = _fold_in_range(fold, since)
         history = window.messages()
         current = turn.as_message()
-        fragment = converse_fragment(history, current, fold.summary if fold else None)
+        # `promptCache: stable` is served as `sliding` until its window exists (the same
+        # window, memory and cache points; CachePoints.of). A replay follows the rules of now.
+        cache = CachePoints.of(tenant.prompt_cache, tenant.prompt_cache_ttl)
+        fragment = converse_fragment(history, current, fold.summary if fold else None, cache)
         if fragment.repairs:
             self._telemetry.fragment_repaired(fragment.repairs)
         return {
@@ -286,7 +312,7 @@ class ConverseService:
         if first.dropped is not None:
             window = replace(window, dropped=first.dropped)
         memory = self._memory_first_served(key, first, snapshot.state.fold)
-        return self._answer(count, original, window, memory, since)
+        return self._answer(count, original, window, memory, since, tenant=tenant)
 
     def _memory_first_served(
         self, key: ConversationKey, first: RecordedTurn, current: Fold | None

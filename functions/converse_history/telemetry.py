@@ -7,12 +7,22 @@ named by id, and their text stays out of the logs.
 from __future__ import annotations
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from adapters.conversation_store import format_instant
 from memory_core.repairs import Repair
 from memory_core.turns import TurnPosition
+from memory_core.usage import TokenUsage
 from memory_core.window import Window
+
+TENANT_DIMENSION = "tenant"
+USAGE_METRICS = (
+    "InputTokens",
+    "CacheReadInputTokens",
+    "CacheWriteInputTokens",
+    "OutputTokens",
+)
+"""The model's token usage, per tenant: what the cached share is computed from."""
 
 
 class PowertoolsTelemetry:
@@ -89,3 +99,31 @@ class PowertoolsTelemetry:
     def rules_rejected(self, reason: str) -> None:
         self._logger.error("rules_rejected", extra={"reason": reason})
         self._metrics.add_metric("RulesRejected", MetricUnit.Count, 1)
+
+    def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None:
+        """The model's tokens for a reply just recorded, under its tenant.
+
+        The tenant is a dimension of these four only. The shared `Metrics` holds
+        one dimension set for everything it flushes at the end of the invocation,
+        so they go out at once in an EMF document of their own (`EphemeralMetrics`,
+        which shares nothing with it), with the same namespace and `service`. A
+        cache figure Bedrock left out counts 0, so the four always come together
+        and the cached share is never computed over a missing one.
+        """
+        tenant_metrics = EphemeralMetrics(
+            namespace=self._metrics.namespace, service=self._metrics.service
+        )
+        tenant_metrics.add_dimension(TENANT_DIMENSION, tenant_id)
+        figures = (
+            usage.input_tokens,
+            usage.cache_read,
+            usage.cache_write,
+            usage.output_tokens,
+        )
+        for name, value in zip(USAGE_METRICS, figures, strict=True):
+            tenant_metrics.add_metric(name, MetricUnit.Count, value)
+        tenant_metrics.flush_metrics()
+
+    def usage_unreadable(self, reason: str) -> None:
+        """The model's reply came with a usage not in Bedrock's shape: recorded without it."""
+        self._logger.warning("model_usage_unreadable", extra={"reason": reason})

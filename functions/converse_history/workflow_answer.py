@@ -9,11 +9,15 @@ state, so the incoming message is not carried alongside it either.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from converse_history.api_models import Usage
 from converse_history.errors import ApiError, invalid
 from memory_core.turns import ContentBlock
+from memory_core.usage import TokenUsage
 from memory_core.workflow_input import (
     MODEL_INPUT_LIMIT_BYTES,
     ModelInput,
@@ -72,3 +76,37 @@ def reply_text(model_reply: Any) -> str:
         "reply_without_text",
         f"the model's reply has no text (stop reason: {model_reply.get('stopReason')!r})",
     )
+
+
+_SDK_USAGE_MEMBERS = {
+    "InputTokens": "inputTokens",
+    "OutputTokens": "outputTokens",
+    "TotalTokens": "totalTokens",
+    "CacheReadInputTokens": "cacheReadInputTokens",
+    "CacheWriteInputTokens": "cacheWriteInputTokens",
+}
+"""Converse's `usage` members as the SDK integration names them, and as the API does."""
+
+
+def reply_usage(model_reply: Any, on_unreadable: Callable[[str], None]) -> TokenUsage | None:
+    """The usage Bedrock reported with the reply (`modelReply.usage`, the SDK's `Usage`).
+
+    None when there is none: an execution started before the workflow selected it.
+    Members this service does not count (`CacheDetails`, any added later) are left
+    out. A usage that is not Bedrock's shape is reported to `on_unreadable` and left
+    out too: the reply is what the contact waits for, and it is recorded regardless.
+    """
+    usage = model_reply.get("usage") if isinstance(model_reply, dict) else None
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        on_unreadable(f"modelReply.usage: a {type(usage).__name__}, not an object")
+        return None
+    named = {name: usage[member] for member, name in _SDK_USAGE_MEMBERS.items() if member in usage}
+    try:
+        return Usage.model_validate(named).token_usage()
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        on_unreadable(f"modelReply.usage.{where}: {first['msg']}")
+        return None

@@ -5,15 +5,22 @@ text. The window already starts on a question; here consecutive same-role
 turns (an unanswered question followed by the current one, say) become one
 message of several blocks, in order, and the tool blocks are repaired so that
 every call is answered in the next message (`memory_core.repairs`).
+
+Cache points (SPEC 5, prompt caching) mark the prefixes worth caching: one
+after the memory in `system`, one after the history, before the current
+message's first block. None marks an empty prefix (no memory, no history),
+none at all for a tenant whose `promptCache` is `off`, and one TTL for both,
+so the TTLs never increase from `system` to `messages`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memory_core.repairs import Repair, repair_tool_blocks
+from memory_core.rules.model import PromptCache, PromptCacheTtl
 from memory_core.turns import ContentBlock
 
 MEMORY_PREAMBLE = (
@@ -21,6 +28,35 @@ MEMORY_PREAMBLE = (
     "(older turns, folded; the messages that follow continue from it):"
 )
 CACHE_POINT: dict[str, Any] = {"cachePoint": {"type": "default"}}
+"""A cache point of Bedrock's default TTL, 5 minutes: written without `ttl`, as SDKs
+that predate the member still take it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachePoints:
+    """Whether the fragment carries cache points, and the TTL they ask for."""
+
+    placed: bool = True
+    ttl: PromptCacheTtl = "5m"
+
+    @classmethod
+    def of(cls, prompt_cache: PromptCache, ttl: PromptCacheTtl) -> CachePoints:
+        """A tenant's cache points, from its `promptCache` and `promptCacheTtl` rules."""
+        if prompt_cache == "off":
+            # Models without prompt caching refuse a request with any cache point.
+            return cls(placed=False)
+        # `stable` marks the same two prefixes as `sliding`. Its window (an oldest edge
+        # kept between calls) is not built yet: until it is, a `stable` tenant is served
+        # exactly like a `sliding` one, the same window, memory and cache points.
+        return cls(placed=True, ttl=ttl)
+
+    def block(self) -> dict[str, Any]:
+        if self.ttl == "5m":
+            return {"cachePoint": {"type": "default"}}
+        return {"cachePoint": {"type": "default", "ttl": self.ttl}}
+
+
+NO_CACHE_POINTS = CachePoints(placed=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +90,68 @@ def merged_by_role(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     return merged
 
 
-def converse_system(memory_summary: str | None) -> list[dict[str, Any]]:
-    """The memory as system text, then a cache point so the stable prefix is cached."""
+def converse_system(memory_summary: str | None, cache: CachePoints) -> list[dict[str, Any]]:
+    """The memory as system text, then (unless caching is off) a cache point after it."""
     if not memory_summary:
         return []
-    return [{"text": f"{MEMORY_PREAMBLE}\n{memory_summary}"}, dict(CACHE_POINT)]
+    memory = {"text": f"{MEMORY_PREAMBLE}\n{memory_summary}"}
+    return [memory, cache.block()] if cache.placed else [memory]
 
 
 def converse_fragment(
-    history: Iterable[Mapping[str, Any]], current: Mapping[str, Any], memory_summary: str | None
+    history: Iterable[Mapping[str, Any]],
+    current: Mapping[str, Any],
+    memory_summary: str | None,
+    cache: CachePoints,
 ) -> ConverseFragment:
-    messages, repairs = converse_messages(history, current)
-    return ConverseFragment(converse_system(memory_summary), messages, repairs)
+    merged = merged_by_role([*history, current])
+    own = _blocks_of_the_current(merged, current)
+    messages, repairs = repair_tool_blocks(merged)
+    if cache.placed:
+        messages = _cache_point_after_the_history(messages, own, cache.block())
+    return ConverseFragment(converse_system(memory_summary, cache), messages, repairs)
+
+
+def _blocks_of_the_current(
+    merged: Sequence[Mapping[str, Any]], current: Mapping[str, Any]
+) -> set[int]:
+    """The identities of the current message's blocks in `merged`: its last message's last ones.
+
+    `merged_by_role` copies every block once and the repairs move blocks without
+    copying them, so identity tells the current message's blocks from the
+    history's (and from the repairs' synthetic results) after both.
+    """
+    count = sum(1 for block in current["content"] if not _is_empty_text(block))
+    if not merged or not count:
+        return set()
+    return {id(block) for block in merged[-1]["content"][-count:]}
+
+
+def _cache_point_after_the_history(
+    messages: list[dict[str, Any]], own: set[int], point: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """`messages` with a cache point after the history, before the current message's blocks.
+
+    Where the current message stands alone, that is the end of the message
+    before it. Where it is merged into the history's last message (both from the
+    contact), the point goes between the history's blocks and its own, unless a
+    tool result would follow the point: tool results come first in their message,
+    so the point then goes at the end of the message before. No history, no point.
+    """
+    if not messages:
+        return messages
+    last = messages[-1]
+    content = last["content"]
+    first_own = next((i for i, block in enumerate(content) if id(block) in own), None)
+    if first_own is None:
+        return messages  # nothing of the current message reached the fragment
+    if first_own > 0 and "toolResult" not in content[first_own]:
+        marked = {**last, "content": [*content[:first_own], point, *content[first_own:]]}
+        return [*messages[:-1], marked]
+    if len(messages) < 2:
+        return messages
+    before = messages[-2]
+    return [*messages[:-2], {**before, "content": [*before["content"], point]}, last]
 
 
 def _is_empty_text(block: ContentBlock) -> bool:

@@ -144,11 +144,15 @@ def _merged_question_left_out(
     """The last message without the oldest blocks that are not the current message's.
 
     Repairs move tool results first, so the current message's blocks need not be
-    the last ones: they are told by their content.
+    the last ones: they are told by their content. A cache point is no message:
+    it is never counted as omitted, and it goes only with the last of the blocks
+    before it, as it would otherwise mark a prefix holding none of the history.
     """
     protected = Counter(_key(_as_text(block)) for block in current)
     droppable = []
     for position, block in enumerate(last["content"]):
+        if "cachePoint" in block:
+            continue
         if protected[_key(block)]:
             protected[_key(block)] -= 1
         else:
@@ -159,9 +163,19 @@ def _merged_question_left_out(
         if fits({"role": last["role"], "content": content}, omitted):
             break
         gone.add(position)
-        content = [b for index, b in enumerate(last["content"]) if index not in gone]
+        content = _without(last["content"], gone)
         omitted += 1
     return [{"role": last["role"], "content": content}], omitted
+
+
+def _without(content: Sequence[dict[str, Any]], gone: set[int]) -> list[dict[str, Any]]:
+    """`content` without the blocks at `gone`, nor a cache point left with nothing before it."""
+    kept: list[dict[str, Any]] = []
+    for index, block in enumerate(content):
+        if index in gone or ("cachePoint" in block and not kept):
+            continue
+        kept.append(block)
+    return kept
 
 
 def _key(block: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ import re
 import time
 import uuid
 
+from memory_core.converse_shape import CACHE_POINT
 from tests.e2e.runner_process import Runner
 
 CONVERSE_PATH = "/v1/tenants/{tenant_id}/contacts/{contact_id}/converse"
@@ -39,7 +40,9 @@ def test_the_second_converse_holds_the_first_exchange(shared_runner: Runner):
         {"role": "assistant", "content": [{"text": "We open at nine."}]},
     ]
     assert second["current"] == {"role": "user", "content": [{"text": "And on Saturdays?"}]}
-    assert second["converse"]["messages"] == [*second["history"], second["current"]]
+    # The history and the current message, a cache point after the history (SPEC 5).
+    answered = {**second["history"][1], "content": [*second["history"][1]["content"], CACHE_POINT]}
+    assert second["converse"]["messages"] == [second["history"][0], answered, second["current"]]
 
 
 def test_the_memory_route_answers_for_a_recorded_contact(shared_runner: Runner):

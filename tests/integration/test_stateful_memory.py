@@ -458,8 +458,16 @@ class MemoryMachine(RuleBasedStateMachine):
         messages = answer["converse"]["messages"]
         assert messages[0]["role"] == "user"
         assert all(a["role"] != b["role"] for a, b in pairwise(messages))
-        flat = [block["text"] for message in messages for block in message["content"]]
+        flat = [
+            block["text"]
+            for message in messages
+            for block in message["content"]
+            if "cachePoint" not in block
+        ]
         assert flat == [*(text for b in blocks for text in b), current]
+        # The default cache points: after the memory, after the history (SPEC 5, caching).
+        points = [b for m in messages for b in m["content"] if "cachePoint" in b]
+        assert len(points) == (1 if history else 0)
         assert bool(answer["converse"]["system"]) == (answer["memory"] is not None)
 
     def _check_memory(self, memory: dict[str, Any] | None, expected: RefFold | None) -> None:

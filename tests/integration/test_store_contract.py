@@ -24,6 +24,7 @@ from memory_core.conversation import LateTurn
 from memory_core.fold import next_fold
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn
+from memory_core.usage import TokenUsage
 from tests.support.in_memory_store import InMemoryConversationStore
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -189,6 +190,32 @@ def test_a_turn_recorded_at_or_below_the_watermark_joins_the_late_list(store):
     state = store.state(KEY)
     assert [e.position for e in state.late_turns] == [turn(6, minutes=2.5).position]
     assert (state.watermark, state.unfolded_turns) == (turn(4).position, 2)
+
+
+def test_a_replys_usage_is_kept_beside_its_content_late_or_not_and_a_duplicate_keeps_it(store):
+    reported = TokenUsage(12, 7, 2_067, cache_read_input_tokens=1_848, cache_write_input_tokens=200)
+    without_cache = TokenUsage(10, 5)
+    record(store, turn(0), 0)
+    store.record_reply(KEY, turn(2, "assistant"), 3, lifetime_days=30, usage=reported)
+    store.record_reply(KEY, turn(3, "assistant"), 3, lifetime_days=30)
+    assert store.claim(KEY, turn(3).position, expected_version=0, expected_recorded=3)
+    # Below the claim: the reply is late, recorded by the second commit, usage and all.
+    store.record_reply(KEY, turn(1, "assistant"), 3, lifetime_days=30, usage=without_cache)
+    assert [e.position for e in store.state(KEY).late_turns] == [turn(1).position]
+    read = store.turns_at(KEY, [turn(n).position for n in range(4)])
+    assert [(s.turn.id, s.usage) for s in read] == [
+        ("t000", None),
+        ("t001", without_cache),
+        ("t002", reported),
+        ("t003", None),
+    ]
+    assert [s.turn.content for s in read] == [[{"text": f"turn {n}"}] for n in range(4)]
+    assert snapshot_of(store, turn(9))[1] == ["t003", "t002", "t001", "t000"]
+    with pytest.raises(Duplicate):
+        store.record_reply(KEY, turn(2, "assistant"), 3, lifetime_days=30, usage=without_cache)
+    [again] = store.turns_at(KEY, [turn(2).position])
+    assert again.usage == reported
+    assert store.state(KEY).turns_recorded == 4
 
 
 def test_a_claim_makes_later_turns_below_it_late_and_the_commit_clears_it(store):

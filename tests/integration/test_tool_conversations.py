@@ -162,7 +162,8 @@ def test_a_contact_writing_while_a_call_is_pending_gets_an_answered_call_and_res
     )
     later = ask(api, [{"text": "and tomorrow?"}], at + timedelta(seconds=50))
     last = later["converse"]["messages"][-1]["content"]
-    assert [next(iter(block)) for block in last] == ["toolResult", "text", "text"]
+    # The cache point after the history sits between its blocks and the current message's.
+    assert [next(iter(block)) for block in last] == ["toolResult", "text", "cachePoint", "text"]
     assert last[0]["toolResult"]["content"] == [{"text": "18 °C"}]
     assert later["window"]["repaired"] == 1
     # The history itself stays as recorded: repairs appear only in `converse`.

@@ -39,7 +39,10 @@ def test_the_converse_fragment_is_history_then_current_with_roles_alternating(ap
     conversation(api, 3)
     _, body = api.converse("now", tenant="roomy")
     messages = body["converse"]["messages"]
-    assert messages[:-1] == body["history"]
+    # The history, then the tenant's default cache point after it (SPEC 5, prompt caching).
+    assert messages[-2]["content"][-1] == CACHE_POINT
+    last_of_history = {**messages[-2], "content": messages[-2]["content"][:-1]}
+    assert [*messages[:-2], last_of_history] == body["history"]
     assert messages[-1] == body["current"]
     roles = [m["role"] for m in messages]
     assert roles[0] == "user"

@@ -37,7 +37,10 @@ def test_the_answer_is_the_workflows_next_state_and_nothing_more(api):
     assert (state["tenantId"], state["contactId"], state["decision"]) == ("acme", "c1", "model")
     assert state["model"]["input"]["Messages"] == [
         {"Role": "user", "Content": [{"Text": "Is clause 8 binding?"}]},
-        {"Role": "assistant", "Content": [{"Text": "Yes, from signature."}]},
+        {
+            "Role": "assistant",
+            "Content": [{"Text": "Yes, from signature."}, {"CachePoint": {"Type": "default"}}],
+        },
         {"Role": "user", "Content": [{"Text": "And clause 9?"}]},
     ]
 

@@ -10,11 +10,19 @@ alternate, the last message is `user`, no text is blank, every `toolUse` is
 answered by a `toolResult` of its id in the very next message, no
 `toolResult` answers a call the message before did not make, tool results
 come before any text in their message (Claude), ids are unique within a
-message, and there are at most 4 cache points.
+message, and there are at most 4 cache points, their TTLs never increasing
+from `system` to `messages` (a 1-hour point after a 5-minute one is refused).
+
+A cache point (`{"cachePoint": {"type": "default", "ttl"?}}`) is taken where
+Bedrock takes one: in `system` and in a message's content, after the blocks
+whose prefix it marks. Conservatively, a cache point with nothing before it in
+its list (first in `system` or in a message) is refused, and in a user message
+it counts as content, so no tool result may follow it.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import cache
 from typing import Any
@@ -25,6 +33,8 @@ from botocore.model import Shape
 from botocore.validate import validate_parameters
 
 MAX_CACHE_POINTS = 4
+# Bedrock's cache TTLs, longest first; a point without `ttl` is of the default, 5 minutes.
+CACHE_TTLS = ("1h", "5m")
 
 
 @cache
@@ -145,10 +155,30 @@ def _ids(content: list[dict[str, Any]], kind: str) -> list[str]:
 
 
 def _cache_points(fragment: dict[str, Any]) -> list[str]:
-    blocks = list(fragment.get("system", []))
-    for message in fragment.get("messages", []):
-        blocks += message.get("content", [])
-    count = sum(1 for block in blocks if "cachePoint" in block)
-    if count > MAX_CACHE_POINTS:
-        return [f"{count} cache points, at most {MAX_CACHE_POINTS}"]
-    return []
+    problems: list[str] = []
+    lists = [("system", fragment.get("system", []))]
+    lists += [
+        (f"messages[{index}].content", message.get("content", []))
+        for index, message in enumerate(fragment.get("messages", []))
+    ]
+    ttls: list[tuple[str, str]] = []
+    for where, blocks in lists:
+        for position, block in enumerate(blocks):
+            if not isinstance(block, dict) or "cachePoint" not in block:
+                continue
+            if position == 0:
+                problems.append(f"{where}[0]: a cache point with nothing before it")
+            point = block["cachePoint"]
+            ttl = point.get("ttl", "5m") if isinstance(point, dict) else "5m"
+            ttls.append((f"{where}[{position}]", ttl))
+    if len(ttls) > MAX_CACHE_POINTS:
+        problems.append(f"{len(ttls)} cache points, at most {MAX_CACHE_POINTS}")
+    for (_, before), (where, ttl) in itertools.pairwise(ttls):
+        # An unknown TTL is botocore's to refuse; the order is Bedrock's.
+        known = ttl in CACHE_TTLS and before in CACHE_TTLS
+        if known and CACHE_TTLS.index(ttl) < CACHE_TTLS.index(before):
+            problems.append(
+                f"{where}: a cache point of TTL {ttl} after one of {before} "
+                "(TTLs must not increase)"
+            )
+    return problems

@@ -30,6 +30,7 @@ from adapters.conversation_store import (
 from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold, LateTurn
 from memory_core.history_range import expires_at, is_expired
 from memory_core.turns import Turn, TurnPosition
+from memory_core.usage import TokenUsage
 
 
 @dataclass
@@ -170,7 +171,13 @@ class InMemoryConversationStore:
             conversation.state_expiry = self._state_ttl(turn, lifetime_days)
 
     def record_reply(
-        self, key: ConversationKey, turn: Turn, tokens: int, *, lifetime_days: int
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        tokens: int,
+        *,
+        lifetime_days: int,
+        usage: TokenUsage | None = None,
     ) -> None:
         check_item_size(encode_content(turn))
         with self._lock:
@@ -186,6 +193,7 @@ class InMemoryConversationStore:
                 dropped=None,
                 memory_version=None,
                 lifetime_days=lifetime_days,
+                usage=usage,
             )
             late = current.is_late(turn.position)
             conversation.state = _counted(current, turn, tokens, late=late)
@@ -279,10 +287,11 @@ class InMemoryConversationStore:
         dropped: int | None,
         memory_version: int | None,
         lifetime_days: int,
+        usage: TokenUsage | None = None,
     ) -> None:
         position = turn.position
         bisect.insort(conversation.positions, position)
-        conversation.turns[position] = StoredTurn(turn, tokens)
+        conversation.turns[position] = StoredTurn(turn, tokens, usage=usage)
         conversation.expiry[position] = expires_at(turn.sent_at, lifetime_days)
         conversation.markers[turn.id] = RecordedTurn(
             position=position,

@@ -25,6 +25,7 @@ from memory_core.settings import Settings, load_settings
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.trim import trim_turn
 from memory_core.turns import TurnPosition
+from memory_core.usage import TokenUsage
 from memory_core.window import Window
 from tests.support.in_memory_store import InMemoryConversationStore
 
@@ -57,6 +58,7 @@ class Observed:
     compactions: list[Compaction] = field(default_factory=list)
     repairs: list[Repair] = field(default_factory=list)
     memories_missing: list[int] = field(default_factory=list)
+    usage: list[tuple[str, TokenUsage]] = field(default_factory=list)
 
     def window_built(self, window: Window) -> None:
         pass
@@ -84,6 +86,9 @@ class Observed:
 
     def replay_memory_missing(self, version: int) -> None:
         self.memories_missing.append(version)
+
+    def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None:
+        self.usage.append((tenant_id, usage))
 
     def folded(self, compaction: Compaction) -> None:
         self.compactions.append(compaction)

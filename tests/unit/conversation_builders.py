@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
+from memory_core.converse_shape import CachePoints
+from memory_core.rules.model import PromptCache, PromptCacheTtl
 from memory_core.settings import load_settings
 from memory_core.turns import Role, Turn
 from memory_core.window import Window, WindowLimits, build_window
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+# Every tenant's cache points, by its `promptCache` and `promptCacheTtl` rules.
+EVERY_CACHE_POINTS = [
+    CachePoints.of(policy, ttl)
+    for policy in get_args(PromptCache)
+    for ttl in get_args(PromptCacheTtl)
+]
 
 
 class Clock:

@@ -1,6 +1,8 @@
 from typing import Any
 
 from memory_core.converse_shape import (
+    NO_CACHE_POINTS,
+    CachePoints,
     converse_fragment,
     converse_messages,
     converse_system,
@@ -83,15 +85,16 @@ def test_tool_blocks_keep_their_order_and_pairing():
 
 
 def test_the_memory_goes_in_system_followed_by_a_cache_point():
-    system = converse_system("Counsel asked about clause 7 on 2 November.")
+    system = converse_system("Counsel asked about clause 7 on 2 November.", CachePoints())
     assert len(system) == 2
     assert system[0]["text"].endswith("Counsel asked about clause 7 on 2 November.")
     assert system[1] == {"cachePoint": {"type": "default"}}
 
 
 def test_without_memory_there_is_no_system_block():
-    assert converse_system(None) == []
-    assert converse_system("") == []
+    for cache in (CachePoints(), CachePoints(ttl="1h"), NO_CACHE_POINTS):
+        assert converse_system(None, cache) == []
+        assert converse_system("", cache) == []
 
 
 def test_the_current_message_is_never_trimmed_even_at_40000_characters():
@@ -102,7 +105,7 @@ def test_the_current_message_is_never_trimmed_even_at_40000_characters():
     assert len(pasted) >= 40_000
     window = window_of(history)
     assert window.trimmed == window.kept
-    fragment = converse_fragment(window.messages(), current.as_message(), None)
+    fragment = converse_fragment(window.messages(), current.as_message(), None, CachePoints())
     assert fragment.messages[-1]["content"][-1] == {"text": pasted}
     assert all(current.id != t.id for t in window.turns)
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from memory_core.converse_shape import converse_fragment
+from memory_core.converse_shape import CachePoints, converse_fragment
 from memory_core.tokens import estimate_content_tokens
 from memory_core.turns import Turn
 from memory_core.window import NO_QUESTION_MARKER, build_window, exchange_omission_marker
@@ -33,7 +33,7 @@ def tool_loop(clock: Clock, pairs: int, result_chars: int = 40) -> list[Turn]:
 
 def fragment_of(history: list[Turn], current: dict[str, Any]) -> dict[str, Any]:
     window = window_of(history)
-    return converse_fragment(window.messages(), current, None).as_json()
+    return converse_fragment(window.messages(), current, None, CachePoints()).as_json()
 
 
 def test_a_question_answered_by_13_tool_pairs_keeps_the_question_a_count_and_the_newest():
@@ -54,7 +54,9 @@ def test_a_question_answered_by_13_tool_pairs_keeps_the_question_a_count_and_the
     assert ids(window.passed_over) == ids(reversed(history[1:5]))
     assert window.estimated_tokens == sum(estimate_content_tokens(m["content"]) for m in messages)
     assert_valid_for_converse(
-        converse_fragment(messages, {"role": "user", "content": [text("thanks")]}, None).as_json()
+        converse_fragment(
+            messages, {"role": "user", "content": [text("thanks")]}, None, CachePoints()
+        ).as_json()
     )
 
 
@@ -147,7 +149,10 @@ def test_a_conversation_the_agent_opened_shows_its_messages_after_a_marker_of_it
     assert not window.omission.question_kept
     assert_valid_for_converse(
         converse_fragment(
-            window.messages(), {"role": "user", "content": [text("which one?")]}, None
+            window.messages(),
+            {"role": "user", "content": [text("which one?")]},
+            None,
+            CachePoints(),
         ).as_json()
     )
 

@@ -99,6 +99,8 @@ AGREEMENT_TABLE = [
                 "maxTurnsPerConversation": 10**9,
                 "rateLimit": {"messages": 20, "perSeconds": 60},
                 "callers": [AGENT, "arn:aws-cn:sts::123456789012:assumed-role/a/b"],
+                "promptCache": "stable",
+                "promptCacheTtl": "1h",
             }
         ),
         True,
@@ -134,6 +136,11 @@ AGREEMENT_TABLE = [
     case("callers null", _tenant({"callers": None}), False),
     case("callers bad arn", _tenant({"callers": [AGENT, "arn:aws:s3:::bucket"]}), False),
     case("callers not strings", _tenant({"callers": [12]}), False),
+    case("prompt cache off", _tenant({"promptCache": "off"}), True),
+    case("prompt cache unknown", _tenant({"promptCache": "on"}), False),
+    case("prompt cache null", _tenant({"promptCache": None}), False),
+    case("prompt cache ttl unknown", _tenant({"promptCacheTtl": "10m"}), False),
+    case("prompt cache ttl number", _tenant({"promptCacheTtl": 300}), False),
     case("unknown tenant field", _tenant({"historydays": 30}), False),
     case("python field name", _tenant({"history_days": 30}), False),
     case("unknown top-level field", {"tenants": {}, "version": 1}, False),
@@ -250,6 +257,11 @@ callers = mostly(
     st.lists(mostly(valid_arns, not_arns), max_size=3),
     not_positive.filter(lambda value: not isinstance(value, list)),
 )
+policies = st.sampled_from(["off", "sliding", "stable"])
+ttls = st.sampled_from(["5m", "1h"])
+not_a_choice = st.one_of(
+    st.sampled_from(["on", "Off", "5", "1H", "none", "", "stable ", 5, True]), edge_values
+)
 tenant_rules = st.fixed_dictionaries(
     {},
     optional={
@@ -258,6 +270,8 @@ tenant_rules = st.fixed_dictionaries(
         "maxTurnsPerConversation": mostly(positive, not_positive),
         "rateLimit": rate_limits,
         "callers": callers,
+        "promptCache": mostly(policies, not_a_choice),
+        "promptCacheTtl": mostly(ttls, not_a_choice),
     },
 )
 
@@ -270,6 +284,8 @@ valid_tenant_rules = st.fixed_dictionaries(
         "maxTurnsPerConversation": positive,
         "rateLimit": st.fixed_dictionaries({"messages": positive, "perSeconds": positive}),
         "callers": st.lists(valid_arns, max_size=3),
+        "promptCache": policies,
+        "promptCacheTtl": ttls,
     },
 )
 SCALAR_FIELDS = ["historyDays", "idleResetHours", "maxTurnsPerConversation"]
@@ -282,6 +298,7 @@ FAULTS = [
     "rate limit unknown",
     "callers",
     "caller",
+    "cache",
     "unknown",
 ]
 
@@ -309,6 +326,8 @@ def one_fault_tenant_rules(draw: st.DrawFn) -> dict[str, Any]:
         arns = list(rules.get("callers", []))
         arns.insert(draw(st.integers(0, len(arns))), draw(not_arns))
         rules["callers"] = arns
+    elif fault == "cache":
+        rules[draw(st.sampled_from(["promptCache", "promptCacheTtl"]))] = draw(not_a_choice)
     elif fault == "unknown":
         rules = {draw(unknown_keys): draw(positive), **rules}
     return rules

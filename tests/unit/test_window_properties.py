@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_core.converse_shape import converse_fragment, merged_by_role
+from memory_core.converse_shape import CachePoints, converse_fragment, merged_by_role
 from memory_core.repairs import NO_RESULT_RECORDED
 from memory_core.tokens import estimate_content_tokens, estimate_turn_tokens
 from memory_core.trim import TRIMMED_INPUT_KEY, TrimShape, trim_text, trim_turn
@@ -33,7 +33,7 @@ from tests.support.tool_conversations import (
     pending_calls,
     tool_conversations,
 )
-from tests.unit.conversation_builders import T0, CountingReader
+from tests.unit.conversation_builders import EVERY_CACHE_POINTS, T0, CountingReader
 
 # More examples than the profile's default: the shapes are many (the deep profile, more).
 # A long tool loop can outgrow Hypothesis's buffer now and then; such draws are skipped.
@@ -234,19 +234,24 @@ def test_the_window_reads_the_cap_and_one_or_back_to_the_long_exchanges_question
 
 
 @st.composite
-def fragments(draw: st.DrawFn) -> tuple[list[Turn], WindowLimits, list[dict[str, Any]], str | None]:
+def fragments(
+    draw: st.DrawFn,
+) -> tuple[list[Turn], WindowLimits, list[dict[str, Any]], str | None, CachePoints]:
     recorded = draw(tool_conversations())
     current = draw(contact_messages(pending_calls(recorded)))
     memory = draw(st.sampled_from([None, "Counsel asked about clause 7."]))
-    return as_turns(recorded, T0), draw(limits()), current, memory
+    cache = draw(st.sampled_from(EVERY_CACHE_POINTS))
+    return as_turns(recorded, T0), draw(limits()), current, memory, cache
 
 
 @given(fragments())
 @PROPERTY
 def test_every_fragment_is_valid_for_converse(drawn):
-    history, lim, current, memory = drawn
+    history, lim, current, memory, cache = drawn
     window = run(history, lim)
-    fragment = converse_fragment(window.messages(), {"role": "user", "content": current}, memory)
+    fragment = converse_fragment(
+        window.messages(), {"role": "user", "content": current}, memory, cache
+    )
     assert_valid_for_converse(fragment.as_json())
     # The current message is never trimmed: each of its blocks reaches the model whole,
     # only results that answer nothing left out.
@@ -259,10 +264,12 @@ def test_every_fragment_is_valid_for_converse(drawn):
 @given(fragments())
 @PROPERTY
 def test_every_repair_is_counted_and_none_is_made_without_need(drawn):
-    history, lim, current, _ = drawn
+    history, lim, current, _, cache = drawn
     window = run(history, lim)
     merged = merged_by_role([*window.messages(), {"role": "user", "content": current}])
-    fragment = converse_fragment(window.messages(), {"role": "user", "content": current}, None)
+    fragment = converse_fragment(
+        window.messages(), {"role": "user", "content": current}, None, cache
+    )
     assert bool(fragment.repairs) == bool(converse_problems({"messages": merged}))
     kinds = [r.kind for r in fragment.repairs]
 

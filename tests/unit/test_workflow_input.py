@@ -26,7 +26,7 @@ from tests.support.tool_conversations import (
     pending_calls,
     tool_conversations,
 )
-from tests.unit.conversation_builders import text, tool_use, window_of
+from tests.unit.conversation_builders import EVERY_CACHE_POINTS, text, tool_use, window_of
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -43,7 +43,8 @@ def fragments(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     history = window_of(as_turns(recorded, T0)).messages()
     current = draw(contact_messages(pending_calls(recorded)))
     memory = draw(st.one_of(st.none(), st.text(min_size=1, max_size=400).filter(str.strip)))
-    fragment = converse_fragment(history, {"role": "user", "content": current}, memory)
+    cache = draw(st.sampled_from(EVERY_CACHE_POINTS))
+    fragment = converse_fragment(history, {"role": "user", "content": current}, memory, cache)
     return fragment.as_json(), current
 
 
@@ -143,8 +144,13 @@ def test_over_the_limit_the_oldest_go_first_with_a_true_count_and_the_current_st
     newest = [m["Content"] for m in rendered[len(rendered) - len(kept) :]]
     assert kept[:-1] == newest[:-1]
     assert _in_order_within(kept[-1], newest[-1])
-    dropped_blocks = len(newest[-1]) - len(kept[-1])
+    # A cache point is no message: it is not counted when it goes with the blocks before it.
+    dropped_blocks = len(_no_cache_points(newest[-1])) - len(_no_cache_points(kept[-1]))
     assert fitted.omitted_messages == len(rendered) - len(kept) + dropped_blocks
+
+
+def _no_cache_points(blocks: list[Any]) -> list[Any]:
+    return [block for block in blocks if "CachePoint" not in block]
 
 
 def _in_order_within(part: list[Any], whole: list[Any]) -> bool:

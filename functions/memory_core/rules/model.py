@@ -9,7 +9,7 @@ a test keeps the two in agreement.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,6 +29,17 @@ DEFAULT_HISTORY_DAYS = 30
 PositiveWholeNumber = Annotated[int, Strict(), Field(gt=0)]
 TenantId = Annotated[str, Field(pattern=TENANT_ID_PATTERN)]
 CallerArn = Annotated[str, Strict(), Field(pattern=CALLER_ARN_PATTERN)]
+PromptCache = Literal["off", "sliding", "stable"]
+"""Bedrock prompt caching for the tenant's fragment (SPEC 5, prompt caching).
+
+`off`: no cache point anywhere, for models without prompt caching, which
+refuse them. `sliding`: cache points after the memory and after the history.
+`stable`: the same cache points over a window whose oldest edge stays put;
+until that window is built, a `stable` tenant is served exactly as `sliding`
+(see `memory_core.converse_shape.cache_points_for`).
+"""
+PromptCacheTtl = Literal["5m", "1h"]
+"""How long Bedrock keeps a cached prefix; `1h` on the models that offer it."""
 
 
 class InvalidRules(ValueError):
@@ -55,6 +66,8 @@ class TenantRules(_Strict):
     max_turns_per_conversation: PositiveWholeNumber = Field(25, alias="maxTurnsPerConversation")
     rate_limit: RateLimit | None = Field(None, alias="rateLimit")
     callers: list[CallerArn] = Field(default_factory=list)
+    prompt_cache: PromptCache = Field("sliding", alias="promptCache")
+    prompt_cache_ttl: PromptCacheTtl = Field("5m", alias="promptCacheTtl")
 
     @field_validator("rate_limit", mode="before")
     @classmethod
@@ -133,5 +146,7 @@ def _reason(detail: Mapping[str, Any]) -> str:
         return "required"
     if kind in _POSITIVE_INTEGER_ERRORS:
         return f"must be a positive integer (got {got!r})"
+    if kind == "literal_error":
+        return f"must be {detail['ctx']['expected']} (got {got!r})"
     message = str(detail["msg"]).removeprefix("Value error, ")
     return f"{message} (got {got!r})"

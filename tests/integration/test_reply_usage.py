@@ -1,0 +1,285 @@
+"""The model's token usage: recorded with the reply, counted per tenant once, refused by field.
+
+Through the real handler over the in-process AWS emulation: `POST /turns` with a
+`usage`, and the workflow's direct `record` action with Bedrock's reply. The
+per-tenant metrics are read where Powertools writes them, as EMF on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from local.proxy_events import LambdaContextStandIn
+from tests.integration.conftest import Api, log_lines
+
+TURNS = "/v1/tenants/acme/contacts/c1/turns"
+FULL = {
+    "inputTokens": 120,
+    "outputTokens": 30,
+    "totalTokens": 2_150,
+    "cacheReadInputTokens": 1_800,
+    "cacheWriteInputTokens": 200,
+}
+USAGE_METRICS = {"InputTokens", "CacheReadInputTokens", "CacheWriteInputTokens", "OutputTokens"}
+
+
+def usage_documents(stdout: str) -> list[dict[str, Any]]:
+    """The EMF documents written with a `tenant` dimension: the usage metrics."""
+    documents = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"_aws"')]
+    return [d for d in documents if "tenant" in d]
+
+
+def counted(stdout: str) -> list[dict[str, Any]]:
+    """Each usage document's tenant and figures (Powertools writes each as `[value]`)."""
+    return [
+        {"tenant": d["tenant"], **{name: one_value(d[name]) for name in USAGE_METRICS}}
+        for d in usage_documents(stdout)
+    ]
+
+
+def one_value(values: list[float]) -> int:
+    [value] = values
+    assert value == int(value)
+    return int(value)
+
+
+def stored_usage(api: Api) -> list[dict[str, int] | None]:
+    """The `usage` attribute of each reply's turn item, as numbers."""
+    found = []
+    for item in api.turn_items():
+        usage = item.get("usage")
+        found.append({k: int(v["N"]) for k, v in usage["M"].items()} if usage else None)
+    return found
+
+
+def reply(api: Api, usage: Any, **fields: Any) -> tuple[int, Any]:
+    body = {"role": "assistant", "text": "Clause 9 applies.", "usage": usage, **fields}
+    return api.request("POST", TURNS, body)
+
+
+# -- POST /turns -------------------------------------------------------------------------
+
+
+def test_a_reply_with_usage_keeps_it_on_its_turn_and_counts_it_for_its_tenant(api, capsys):
+    status, answer = reply(api, FULL)
+    assert status == 201, answer
+    assert answer["turn"]["content"] == [{"text": "Clause 9 applies."}]
+    assert "usage" not in answer["turn"]
+    assert stored_usage(api) == [FULL]
+    [document] = usage_documents(capsys.readouterr().out)
+    [metrics] = document["_aws"]["CloudWatchMetrics"]
+    assert metrics["Namespace"] == "ConversationMemoryTests"
+    assert [sorted(names) for names in metrics["Dimensions"]] == [["service", "tenant"]]
+    assert {m["Name"]: m["Unit"] for m in metrics["Metrics"]} == dict.fromkeys(
+        USAGE_METRICS, "Count"
+    )
+    assert (document["tenant"], document["service"]) == ("acme", "conversation-memory-tests")
+    assert counted(json.dumps(document)) == [
+        {
+            "tenant": "acme",
+            "InputTokens": 120,
+            "CacheReadInputTokens": 1_800,
+            "CacheWriteInputTokens": 200,
+            "OutputTokens": 30,
+        }
+    ]
+
+
+def test_cache_figures_left_out_are_not_stored_and_count_zero(api, capsys):
+    status, _ = reply(api, {"inputTokens": 10, "outputTokens": 5})
+    assert status == 201
+    assert stored_usage(api) == [{"inputTokens": 10, "outputTokens": 5}]
+    assert counted(capsys.readouterr().out) == [
+        {
+            "tenant": "acme",
+            "InputTokens": 10,
+            "CacheReadInputTokens": 0,
+            "CacheWriteInputTokens": 0,
+            "OutputTokens": 5,
+        }
+    ]
+
+
+def test_bedrocks_usage_object_is_taken_as_it_comes_its_cache_details_not_kept(api, capsys):
+    bedrocks = {**FULL, "cacheDetails": [{"ttl": "5m", "inputTokens": 200}]}
+    status, answer = reply(api, bedrocks)
+    assert status == 201, answer
+    assert stored_usage(api) == [FULL]
+    assert len(usage_documents(capsys.readouterr().out)) == 1
+
+
+def test_each_tenant_is_counted_under_its_own_name(api, capsys):
+    for tenant in ("acme", "roomy"):
+        status, _ = api.request(
+            "POST",
+            f"/v1/tenants/{tenant}/contacts/c1/turns",
+            {"role": "assistant", "text": "ok", "usage": {"inputTokens": 7, "outputTokens": 1}},
+        )
+        assert status == 201
+    assert [c["tenant"] for c in counted(capsys.readouterr().out)] == ["acme", "roomy"]
+
+
+def test_a_reply_without_usage_counts_nothing(api, capsys):
+    status, _ = api.reply("Yes.")
+    assert status == 201
+    assert stored_usage(api) == [None]
+    assert usage_documents(capsys.readouterr().out) == []
+
+
+@pytest.mark.parametrize(
+    ("usage", "field"),
+    [
+        ({"inputTokens": -1, "outputTokens": 5}, "usage.inputTokens"),
+        ({"inputTokens": "10", "outputTokens": 5}, "usage.inputTokens"),
+        ({"inputTokens": 1.5, "outputTokens": 5}, "usage.inputTokens"),
+        ({"inputTokens": True, "outputTokens": 5}, "usage.inputTokens"),
+        ({"inputTokens": 2**31, "outputTokens": 5}, "usage.inputTokens"),
+        ({"outputTokens": 5}, "usage.inputTokens"),
+        ({"inputTokens": 5}, "usage.outputTokens"),
+        (
+            {"inputTokens": 1, "outputTokens": 1, "cacheReadInputTokens": -3},
+            "usage.cacheReadInputTokens",
+        ),
+        ({"inputTokens": 1, "outputTokens": 1, "cacheWriteInputTokens": None}, None),
+        ({"inputTokens": 1, "outputTokens": 1, "totalTokens": "2"}, "usage.totalTokens"),
+        ({"inputTokens": 1, "outputTokens": 1, "cachedTokens": 1}, "usage.cachedTokens"),
+        (5, "usage"),
+        ([{"inputTokens": 1, "outputTokens": 1}], "usage"),
+    ],
+)
+def test_a_bad_usage_is_refused_naming_the_field_and_nothing_is_written(api, capsys, usage, field):
+    status, answer = reply(api, usage)
+    if field is None:  # null stands for absent, as everywhere in the API
+        assert status == 201, answer
+        return
+    assert status == 400, answer
+    assert answer["error"]["code"] == "invalid_request"
+    assert answer["error"]["message"].startswith(f"{field}: "), answer
+    assert api.items() == []
+    assert usage_documents(capsys.readouterr().out) == []
+
+
+def test_a_user_turn_returning_tool_results_carries_no_usage(api, capsys):
+    result = {"toolResult": {"toolUseId": "w1", "content": [{"text": "21 C"}]}}
+    status, answer = api.request(
+        "POST",
+        TURNS,
+        {"role": "user", "content": [result], "usage": {"inputTokens": 1, "outputTokens": 1}},
+    )
+    assert status == 400, answer
+    assert answer["error"]["message"].startswith("usage: only an assistant turn carries")
+    assert api.items() == []
+    assert usage_documents(capsys.readouterr().out) == []
+
+
+def test_a_replayed_reply_is_counted_once_and_keeps_its_first_usage(api, capsys):
+    first = reply(api, FULL, id="r-1")
+    again = reply(api, FULL, id="r-1")
+    # A retry that reports other figures (a second model call) is still the same reply.
+    other = reply(api, {"inputTokens": 999, "outputTokens": 999}, id="r-1")
+    assert [first[0], again[0], other[0]] == [201, 201, 201]
+    assert first[1] == again[1] == other[1]
+    assert stored_usage(api) == [FULL]
+    assert [c["InputTokens"] for c in counted(capsys.readouterr().out)] == [120]
+    status, memory = api.request("GET", "/v1/tenants/acme/contacts/c1/memory")
+    assert (status, memory["counters"]["turnsRecorded"]) == (200, 1)
+
+
+def test_the_openapi_document_offers_usage_on_replies_only(api):
+    status, document = api.request("GET", "/openapi.json")
+    assert status == 200
+    schemas = document["components"]["schemas"]
+    request = schemas["RecordTurnRequest"]
+    assert "usage" in request["properties"]
+    (user_rule,) = [r for r in request["allOf"] if r["if"]["properties"]["role"]["const"] == "user"]
+    assert user_rule["then"]["not"] == {"required": ["usage"]}
+    usage = schemas["Usage"]
+    assert set(usage["required"]) == {"inputTokens", "outputTokens"}
+    assert usage["properties"]["inputTokens"]["minimum"] == 0
+
+
+# -- the workflow's direct `record` action ----------------------------------------------
+
+
+def record(api: Api, model_reply: dict[str, Any], **fields: Any) -> Any:
+    event = {
+        "action": "record",
+        "tenantId": "acme",
+        "contactId": "c1",
+        "role": "assistant",
+        "modelReply": model_reply,
+        **fields,
+    }
+    return api.handler.lambda_handler(event, LambdaContextStandIn())
+
+
+def sdk_reply(usage: Any) -> dict[str, Any]:
+    """Bedrock's reply as the workflow's ResultSelector passes it (the SDK's names)."""
+    return {"content": [{"Text": "Clause 9 applies."}], "stopReason": "end_turn", "usage": usage}
+
+
+def test_the_workflows_reply_is_recorded_with_the_usage_bedrock_reported(api, capsys):
+    usage = {
+        "InputTokens": 120,
+        "OutputTokens": 30,
+        "TotalTokens": 2_150,
+        "CacheReadInputTokens": 1_800,
+        "CacheWriteInputTokens": 200,
+        # Counted by nobody here: Bedrock's breakdown, and whatever it adds later.
+        "CacheDetails": [{"Ttl": "5m", "InputTokens": 200}],
+        "SomethingNew": 3,
+    }
+    answer = record(api, sdk_reply(usage), id="r-1")
+    assert answer["turn"]["content"] == [{"text": "Clause 9 applies."}]
+    assert stored_usage(api) == [FULL]
+    assert len(counted(capsys.readouterr().out)) == 1
+    assert record(api, sdk_reply(usage), id="r-1") == answer  # a retried task
+    assert counted(capsys.readouterr().out) == []
+
+
+def test_a_reply_from_an_execution_without_usage_is_recorded_as_before(api, capsys):
+    model_reply = {"content": [{"Text": "Clause 9 applies."}], "stopReason": "end_turn"}
+    assert record(api, model_reply)["turn"]["role"] == "assistant"
+    assert stored_usage(api) == [None]
+    assert counted(capsys.readouterr().out) == []
+
+
+@pytest.mark.parametrize(
+    ("usage", "reason"),
+    [
+        ({"InputTokens": -1, "OutputTokens": 5}, "modelReply.usage.inputTokens: "),
+        ({"OutputTokens": 5}, "modelReply.usage.inputTokens: "),
+        ("10 tokens", "modelReply.usage: a str, not an object"),
+    ],
+)
+def test_a_usage_not_in_bedrocks_shape_is_logged_and_the_reply_still_recorded(
+    api, logs, capsys, usage, reason
+):
+    answer = record(api, sdk_reply(usage))
+    assert answer["turn"]["content"] == [{"text": "Clause 9 applies."}]
+    assert stored_usage(api) == [None]
+    assert counted(capsys.readouterr().out) == []
+    [warning] = [line for line in log_lines(logs.getvalue()) if line["level"] == "WARNING"]
+    assert warning["message"] == "model_usage_unreadable"
+    assert warning["reason"].startswith(reason)
+
+
+def test_a_direct_record_may_carry_the_apis_usage_as_well(api, capsys):
+    event = {
+        "action": "record",
+        "tenantId": "acme",
+        "contactId": "c1",
+        "role": "assistant",
+        "text": "hello",
+        "usage": {"inputTokens": 3, "outputTokens": 2},
+    }
+    assert api.handler.lambda_handler(event, LambdaContextStandIn())["turn"]["role"] == "assistant"
+    assert stored_usage(api) == [{"inputTokens": 3, "outputTokens": 2}]
+    assert [c["InputTokens"] for c in counted(capsys.readouterr().out)] == [3]
+    bad = {**event, "id": "r-2", "usage": {"inputTokens": -3, "outputTokens": 2}}
+    refused = api.handler.lambda_handler(bad, LambdaContextStandIn())
+    assert refused["statusCode"] == 400
+    assert refused["error"]["message"].startswith("usage.inputTokens: ")
