@@ -8,10 +8,13 @@ from memory_core.turns import TurnPosition
 from tests.integration.conftest import TABLE, minutes_ago
 
 
-def write_fold(api, covers_until, summary="Counsel asked about clause 7 fees.", contact="c1"):
+def write_fold(
+    api, covers_until, summary="Counsel asked about clause 7 fees.", contact="c1", tenant="acme"
+):
+    """A fold as the compactor would have written it, straight into the state item."""
     api.dynamodb.update_item(
         TableName=TABLE,
-        Key={"PK": {"S": f"TENANT#acme#CONTACT#{contact}"}, "SK": {"S": STATE_SK}},
+        Key={"PK": {"S": f"TENANT#{tenant}#CONTACT#{contact}"}, "SK": {"S": STATE_SK}},
         UpdateExpression=(
             "SET foldSummary = :s, foldWatermark = :w, foldVersion = :v, "
             "foldCoversFrom = :f, foldCoversUntil = :u, turnsFolded = :n"

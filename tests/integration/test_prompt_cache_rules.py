@@ -15,11 +15,9 @@ from typing import Any
 
 import pytest
 
-from adapters.conversation_store import format_instant
-from adapters.dynamodb_store import STATE_SK, turn_sort_key
 from local.proxy_events import LambdaContextStandIn
-from memory_core.turns import TurnPosition
-from tests.integration.conftest import TABLE, Api, minutes_ago
+from tests.integration.conftest import Api, minutes_ago
+from tests.integration.test_memory_in_answers import write_fold as fold_into_state
 from tests.support.converse_validator import assert_valid_for_converse
 
 RULES = {
@@ -42,23 +40,7 @@ def api(make_api: Callable[..., Api], rules_file: Path) -> Api:
 
 
 def write_fold(api: Api, tenant: str, summary: str = "Counsel asked about clause 7 fees.") -> None:
-    covers_until = START - timedelta(minutes=10)
-    api.dynamodb.update_item(
-        TableName=TABLE,
-        Key={"PK": {"S": f"TENANT#{tenant}#CONTACT#c1"}, "SK": {"S": STATE_SK}},
-        UpdateExpression=(
-            "SET foldSummary = :s, foldWatermark = :w, foldVersion = :v, "
-            "foldCoversFrom = :f, foldCoversUntil = :u, turnsFolded = :n"
-        ),
-        ExpressionAttributeValues={
-            ":s": {"S": summary},
-            ":w": {"S": turn_sort_key(TurnPosition(covers_until, covers_until, "old-turn"))},
-            ":v": {"N": "1"},
-            ":f": {"S": format_instant(covers_until - timedelta(hours=1))},
-            ":u": {"S": format_instant(covers_until)},
-            ":n": {"N": "40"},
-        },
-    )
+    fold_into_state(api, START - timedelta(minutes=10), summary=summary, tenant=tenant)
 
 
 def conversation(api: Api, tenant: str, *, memory: bool = True) -> dict[str, Any]:
