@@ -236,7 +236,7 @@ class ConverseService:
             self._telemetry.escalated(streak.count)
             return escalation(streak.count, turn)
         self._observe(window, state, since, turn, tenant)
-        return self._answer(streak.count, turn, window, memory, since, tenant=tenant)
+        return self._answer(streak.count, turn, window, memory, tenant=tenant)
 
     def _observe(
         self,
@@ -267,11 +267,10 @@ class ConverseService:
         turn: Turn,
         window: Window,
         fold: Fold | None,
-        since: datetime,
         *,
         tenant: TenantRules,
     ) -> dict[str, Any]:
-        fold = _fold_in_range(fold, since)
+        """The answer over `fold`, the memory already chosen and within the history range."""
         history = window.messages()
         current = turn.as_message()
         # `promptCache: stable` is served as `sliding` until its window exists (the same
@@ -311,8 +310,8 @@ class ConverseService:
         window = build_window(snapshot.newest_first, self._settings.window_limits)
         if first.dropped is not None:
             window = replace(window, dropped=first.dropped)
-        memory = self._memory_first_served(key, first, snapshot.state.fold)
-        return self._answer(count, original, window, memory, since, tenant=tenant)
+        memory = _fold_in_range(self._memory_first_served(key, first, snapshot.state.fold), since)
+        return self._answer(count, original, window, memory, tenant=tenant)
 
     def _memory_first_served(
         self, key: ConversationKey, first: RecordedTurn, current: Fold | None

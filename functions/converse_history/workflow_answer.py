@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from converse_history.api_models import Usage
 from converse_history.errors import ApiError, invalid
 from memory_core.turns import ContentBlock
-from memory_core.usage import TokenUsage
+from memory_core.usage import CONVERSE_NAMES, TokenUsage
 from memory_core.workflow_input import (
     MODEL_INPUT_LIMIT_BYTES,
     ModelInput,
@@ -78,14 +78,9 @@ def reply_text(model_reply: Any) -> str:
     )
 
 
-_SDK_USAGE_MEMBERS = {
-    "InputTokens": "inputTokens",
-    "OutputTokens": "outputTokens",
-    "TotalTokens": "totalTokens",
-    "CacheReadInputTokens": "cacheReadInputTokens",
-    "CacheWriteInputTokens": "cacheWriteInputTokens",
-}
-"""Converse's `usage` members as the SDK integration names them, and as the API does."""
+_SDK_USAGE_MEMBERS = {name[:1].upper() + name[1:]: name for name in CONVERSE_NAMES}
+"""Converse's `usage` members as the SDK integration names them (capitalised, as
+`sdk_member_names` writes them), and as the API does."""
 
 
 def reply_usage(model_reply: Any, on_unreadable: Callable[[str], None]) -> TokenUsage | None:

@@ -23,6 +23,8 @@ _NAMES = {
     "cache_read_input_tokens": "cacheReadInputTokens",
     "cache_write_input_tokens": "cacheWriteInputTokens",
 }
+CONVERSE_NAMES = tuple(_NAMES.values())
+"""The members of Converse's `usage`, as the API and Bedrock's JSON spell them."""
 
 
 @dataclass(frozen=True, slots=True)
