@@ -22,7 +22,7 @@ help:
 	@echo "make test            lint, then every test"
 	@echo "make test-fuzz       schemathesis against a local runner, deeper than make test's run"
 	@echo "make lint            ruff (lint + format check) and mypy"
-	@echo "make bench           the benchmarks: bench/results.json, docs/prompt-tokens.png"
+	@echo "make bench           the benchmarks: bench/results.json, docs/prompt-tokens.png, docs/prompt-cost.png"
 	@echo "make synth           the CloudFormation template in cdk.out, offline, no credentials"
 	@echo "make format          apply ruff's fixes and formatting"
 	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
@@ -86,7 +86,8 @@ SYNTH_ARGS ?=
 synth: install $(CDK)
 	$(CDK) synth --no-notices --quiet --output $(SYNTH_OUTDIR) $(SYNTH_ARGS)
 
-# The figures of docs/performance.md: writes bench/results.json and docs/prompt-tokens.png.
+# The figures of docs/performance.md: writes bench/results.json, docs/prompt-tokens.png and
+# docs/prompt-cost.png.
 bench: install
 	PYTHONPATH=functions:. $(BIN)/python -m bench
 

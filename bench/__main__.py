@@ -1,4 +1,6 @@
-"""`make bench`: every figure, then bench/results.json, docs/prompt-tokens.png and a table.
+"""`make bench`: every figure, then bench/results.json, the plots and a table.
+
+The plots: docs/prompt-tokens.png and docs/prompt-cost.png.
 
     PYTHONPATH=functions:. .venv/bin/python -m bench [--only NAME ...]
 
@@ -27,6 +29,7 @@ FIGURES = (
     "dynamodb",
     "cold_import",
     "prompt_tokens",
+    "prompt_cost",
     "coverage",
     "fold",
     "local_e2e",
@@ -46,6 +49,7 @@ def measure(name: str) -> dict[str, Any]:
         fold,
         local_e2e,
         local_runner,
+        prompt_cost,
         prompt_tokens,
         window_vs_langchain,
     )
@@ -66,11 +70,20 @@ def measure(name: str) -> dict[str, Any]:
         prompt_tokens.plot(figures)
         return {"prompt_tokens": figures}
 
+    def cost() -> dict[str, Any]:
+        figures = prompt_cost.run()
+        prompt_cost.plot(figures)
+        # Five policies' costs at every call would outweigh the rest of results.json: the
+        # plot has them, and `prompt_cost.run()` gives them again, the same for the seed.
+        del figures["series"]
+        return {"prompt_cost": figures}
+
     runs: dict[str, Callable[[], dict[str, Any]]] = {
         "window_vs_langchain": window,
         "dynamodb": dynamodb_reads.run,
         "cold_import": cold,
         "prompt_tokens": prompt,
+        "prompt_cost": cost,
         "coverage": lambda: {"coverage": coverage.run()},
         "fold": lambda: {"fold": fold.run()},
         "local_e2e": lambda: {"local_e2e": local_e2e.run()},
@@ -88,6 +101,24 @@ class Target:
     path: str
     rule: str
     check: Callable[[float], bool]
+
+
+def _saving(model: str, pattern: str, baseline: str, floor: float) -> Target:
+    """How many times `baseline`'s prompts cost what the stable window's do (bench/prompt_cost)."""
+    return Target(
+        f"cost, {model} {pattern}: {baseline} / stable",
+        f"prompt_cost.{model.lower()}.{pattern}.saving_vs_{baseline}",
+        f">= {floor:g}x",
+        lambda v: v >= floor,
+    )
+
+
+def _cost(model: str, pattern: str, policy: str) -> tuple[str, str]:
+    """A policy's mean cost per converse call, in input-token equivalents (bench/prompt_cost)."""
+    return (
+        f"cost per call, {model} {pattern}: {policy}",
+        f"prompt_cost.{model.lower()}.{pattern}.{policy}.cost_per_converse",
+    )
 
 
 TARGETS = (
@@ -128,6 +159,15 @@ TARGETS = (
         ">= 20x",
         lambda v: v >= 20,
     ),
+    _saving("Claude", "active", "sliding", 2.0),
+    _saving("Claude", "active", "trim_messages", 2.0),
+    _saving("Nova", "active", "sliding", 1.3),
+    _saving("Nova", "active", "trim_messages", 1.3),
+    # Past the cache's 5 minutes nothing is read: caching must cost (almost) nothing more.
+    _saving("Claude", "idle", "sliding", 0.95),
+    _saving("Claude", "idle", "trim_messages", 0.95),
+    _saving("Nova", "idle", "sliding", 0.95),
+    _saving("Nova", "idle", "trim_messages", 0.95),
     Target(
         "coverage gaps within the bound", "coverage.gaps_within_bound", "== 0", lambda v: v == 0
     ),
@@ -181,6 +221,12 @@ INFORMATIONAL = (
     ("second converse call (ms)", "cold_import.second_call_ms"),
     ("bounded prompt, turn 500 (tokens)", "prompt_tokens.bounded_at_turn_500"),
     ("unbounded prompt, turn 500 (tokens)", "prompt_tokens.unbounded_at_turn_500"),
+    *(
+        _cost(model, pattern, policy)
+        for model in ("Claude", "Nova")
+        for pattern in ("active", "idle")
+        for policy in ("stable", "sliding", "trim_messages", "unbounded")
+    ),
     ("coverage gaps beyond the bound", "coverage.gaps_beyond_bound"),
     ("largest lag always within the bound (turns)", "coverage.bound_turns"),
     ("local converse p50 (ms)", "local_e2e.p50_ms"),
@@ -275,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nwrote {_relative(args.output)} in {results['elapsed_seconds']} s")
     if "prompt_tokens" in names:
         print("wrote docs/prompt-tokens.png")
+    if "prompt_cost" in names:
+        print("wrote docs/prompt-cost.png")
     return 0
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from memory_core.conversation import ConversationState, Fold
+from memory_core.stable_window import StableEdge
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn, TurnPosition
 from memory_core.usage import TokenUsage
@@ -48,6 +49,8 @@ class RecordedTurn:
     memory_version: int | None = None
     """The version of the memory the first answer served (`Fold.version`); 0 when it
     served none; None for a marker written before versions were kept."""
+    window_from: TurnPosition | None = None
+    """The oldest turn of a cache-stable window the first answer served (its edge)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,8 @@ class StateChange:
     """Set when this commit takes the compaction lease."""
     late: bool = False
     """The turn is at or below the state's late bound, as read: it joins the late list."""
+    stable_edge: StableEdge | None = None
+    """The cache-stable window's edge after this call; None clears it."""
 
 
 class Duplicate(Exception):
@@ -158,6 +163,7 @@ class ConversationStore(Protocol):
         dropped: int | None,
         memory_version: int,
         lifetime_days: int,
+        window_from: TurnPosition | None = None,
     ) -> None: ...
     def record_reply(
         self,

@@ -43,6 +43,7 @@ from adapters.conversation_store import (
 )
 from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold, LateTurn
 from memory_core.history_range import expires_at, is_expired
+from memory_core.stable_window import StableEdge
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn, TurnPosition
 from memory_core.usage import TokenUsage
@@ -277,6 +278,7 @@ class DynamoDBConversationStore:
         dropped: int | None,
         memory_version: int,
         lifetime_days: int,
+        window_from: TurnPosition | None = None,
     ) -> None:
         """The contact's message and the state change, as one conditional transaction.
 
@@ -325,10 +327,11 @@ class DynamoDBConversationStore:
             condition += " AND " + _ABOVE_THE_MARKS
             values[":sk"] = sort_key
         values[":tokens"] = {"N": str(tokens)}
+        removes = _stable_edge_update(change.stable_edge, sets, values)
         state_update = {
             "TableName": self._table,
             "Key": _key(key.partition, STATE_SK),
-            "UpdateExpression": "SET " + ", ".join(sets) + _COUNT_THE_TURN,
+            "UpdateExpression": "SET " + ", ".join(sets) + removes + _COUNT_THE_TURN,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
@@ -341,7 +344,9 @@ class DynamoDBConversationStore:
                 tokens=tokens,
                 ttl=ttl,
                 state_update=state_update,
-                marker_extra=_marker_extra(turn_count, decision, dropped, memory_version),
+                marker_extra=_marker_extra(
+                    turn_count, decision, dropped, memory_version, window_from
+                ),
             )
         except _StateConditionFailed:
             raise VersionConflict() from None
@@ -788,6 +793,7 @@ def _state_from(item: Mapping[str, Any]) -> ConversationState:
         late_turns=tuple(_late_turn(v["M"]) for v in item.get("lateTurns", {}).get("L", [])),
         compaction_version=_number(item, "foldVersion"),
         turns_recorded=_number(item, "turnsRecorded"),
+        stable_edge=_stable_edge_from(item),
     )
 
 
@@ -818,7 +824,13 @@ def _fold_from(item: Mapping[str, Any]) -> Fold | None:
     )
 
 
-def _marker_extra(turn_count: int, decision: str, dropped: int | None, memory_version: int) -> Item:
+def _marker_extra(
+    turn_count: int,
+    decision: str,
+    dropped: int | None,
+    memory_version: int,
+    window_from: TurnPosition | None,
+) -> Item:
     """What a converse answered, kept with the message id so that a retry gets the same."""
     extra: Item = {
         "turnCount": {"N": str(turn_count)},
@@ -827,7 +839,30 @@ def _marker_extra(turn_count: int, decision: str, dropped: int | None, memory_ve
     }
     if dropped is not None:
         extra["dropped"] = {"N": str(dropped)}
+    if window_from is not None:
+        extra["windowFrom"] = {"S": turn_sort_key(window_from)}
     return extra
+
+
+def _stable_edge_update(edge: StableEdge | None, sets: list[str], values: Item) -> str:
+    """The edge's attributes SET into `sets` and `values`; or the REMOVE clause clearing them."""
+    if edge is None:
+        return " REMOVE windowEdge, windowMemory, windowWatermark"
+    sets += ["windowEdge = :window_edge", "windowMemory = :window_memory"]
+    values[":window_edge"] = {"S": turn_sort_key(edge.oldest)}
+    values[":window_memory"] = {"N": str(edge.memory_version)}
+    if edge.watermark is None:
+        return " REMOVE windowWatermark"
+    sets.append("windowWatermark = :window_watermark")
+    values[":window_watermark"] = {"S": turn_sort_key(edge.watermark)}
+    return ""
+
+
+def _stable_edge_from(item: Mapping[str, Any]) -> StableEdge | None:
+    oldest = _position(item, "windowEdge")
+    if oldest is None:
+        return None
+    return StableEdge(oldest, _number(item, "windowMemory"), _position(item, "windowWatermark"))
 
 
 def _marker_from(item: Mapping[str, Any]) -> RecordedTurn:
@@ -840,4 +875,5 @@ def _marker_from(item: Mapping[str, Any]) -> RecordedTurn:
         decision=decision["S"] if decision else None,
         dropped=_number(item, "dropped") if "dropped" in item else None,
         memory_version=_number(item, "memoryVersion") if "memoryVersion" in item else None,
+        window_from=_position(item, "windowFrom"),
     )

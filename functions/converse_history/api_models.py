@@ -528,8 +528,9 @@ class ConverseResponse(BaseModel):
         '(`{"cachePoint": {"type": "default"}}`, with `"ttl": "1h"` for a tenant whose '
         "`promptCacheTtl` is `1h`): one after the memory in `system`, one after the "
         "history (at the end of its last message, or between its blocks and the current "
-        "message's where both are merged into one `user` message); none where there is no "
-        "memory or no history, two at most. With `off` there is no cache point at all. "
+        "message's where both are merged into one `user` message); with `stable`, one "
+        "more where the previous call's history ended; none where there is no "
+        "memory or no history, three at most. With `off` there is no cache point at all. "
         "`history` never carries any.",
     )
 

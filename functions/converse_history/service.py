@@ -41,6 +41,15 @@ from memory_core.rate_limit import remember, seconds_until_free
 from memory_core.repairs import Repair
 from memory_core.rules import TenantRules
 from memory_core.settings import Settings
+from memory_core.stable_window import (
+    StableEdge,
+    cache_expired,
+    moved_edge,
+    previous_call_history,
+    stable_window,
+    start_of,
+    suffix_from,
+)
 from memory_core.tenancy import caller_may_act_for
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.turn_cap import exceeds_cap, next_streak
@@ -208,10 +217,19 @@ class ConverseService:
         # The window comes from the snapshot, before the commit: its figures go
         # into the message id's marker, so a retry is answered the same.
         window = None
+        memory = _fold_in_range(state.fold, since)
+        # An escalation serves no window: a stable edge stays for the calls after it.
+        edge = state.stable_edge if tenant.prompt_cache == "stable" else None
+        covered_to = state.watermark
         if not escalate:
             limits = self._settings.window_limits
             window = build_window(snapshot.newest_first, limits, state.turns_recorded)
-        memory = _fold_in_range(state.fold, since)
+            if tenant.prompt_cache == "stable":
+                window, memory, edge = self._stable(
+                    key, window, state, since=since, tenant=tenant, turn=turn
+                )
+                if edge is not None:
+                    covered_to = edge.watermark
         self._store.record_contact_turn(
             key,
             turn,
@@ -223,20 +241,73 @@ class ConverseService:
                 lease_until=lease,
                 # Compaction has passed this position already: the next one folds it.
                 late=state.is_late(turn.position),
+                stable_edge=edge,
             ),
             turn_count=streak.count,
             decision="escalate" if escalate else "model",
             dropped=window.dropped if window else None,
             memory_version=memory.version if memory and window else 0,
             lifetime_days=self._lifetime_days(tenant),
+            window_from=edge.oldest if edge and window else None,
         )
         if lease is not None:
             self._request_compaction(key, lease)
         if window is None:
             self._telemetry.escalated(streak.count)
             return escalation(streak.count, turn)
-        self._observe(window, state, since, turn, tenant)
+        self._observe(window, state, since, turn, tenant, covered_to=covered_to)
         return self._answer(streak.count, turn, window, memory, tenant=tenant)
+
+    def _stable(
+        self,
+        key: ConversationKey,
+        sliding: Window,
+        state: ConversationState,
+        *,
+        since: datetime,
+        tenant: TenantRules,
+        turn: Turn,
+    ) -> tuple[Window, Fold | None, StableEdge | None]:
+        """The cache-stable window, its memory and its edge (memory_core.stable_window).
+
+        While the edge stays, the memory adopted when it moved is served: the
+        current one if no fold came since, else the copy kept by version (one
+        read). Where that copy is gone, the edge moves, adopting the current one.
+        """
+        expired = cache_expired(sliding, turn.position.recorded_at, tenant.prompt_cache_ttl)
+        limits = self._settings.window_limits
+        current = _fold_in_range(state.fold, since)
+        version = current.version if current else 0
+        late = {entry.position for entry in state.late_turns}
+        choice = stable_window(
+            sliding,
+            limits,
+            state.stable_edge,
+            memory_version=version,
+            watermark=state.watermark,
+            late=late,
+            cache_expired=expired,
+        )
+        if choice.moved or choice.edge is None:
+            return choice.window, current, choice.edge
+        found, served = self._memory_of_version(key, choice.edge.memory_version, state.fold)
+        if not found:
+            choice = moved_edge(
+                sliding, limits, memory_version=version, watermark=state.watermark, late=late
+            )
+            return choice.window, current, choice.edge
+        return choice.window, _fold_in_range(served, since), choice.edge
+
+    def _memory_of_version(
+        self, key: ConversationKey, version: int, current: Fold | None
+    ) -> tuple[bool, Fold | None]:
+        """(found, memory) of compaction `version`; version 0 is found, as no memory."""
+        if version == 0:
+            return True, None
+        if current is not None and current.version == version:
+            return True, current
+        kept = self._store.fold_at(key, version)
+        return kept is not None, kept
 
     def _observe(
         self,
@@ -245,7 +316,11 @@ class ConverseService:
         since: datetime,
         current: Turn,
         tenant: TenantRules,
+        *,
+        covered_to: TurnPosition | None,
     ) -> None:
+        """Telemetry of the window, and the coverage check against the memory served
+        (it holds every turn up to `covered_to`, but the late ones)."""
         self._telemetry.window_built(window)
         if window.dropped:
             self._telemetry.window_bounded(window)
@@ -253,7 +328,7 @@ class ConverseService:
         missing = held_by_neither(
             window.passed_over,
             window.oldest_position,
-            state.watermark,
+            covered_to,
             late={entry.position for entry in state.late_turns},
             since=max(since, alive_since),
             before=current.position,
@@ -273,10 +348,16 @@ class ConverseService:
         """The answer over `fold`, the memory already chosen and within the history range."""
         history = window.messages()
         current = turn.as_message()
-        # `promptCache: stable` is served as `sliding` until its window exists (the same
-        # window, memory and cache points; CachePoints.of). A replay follows the rules of now.
+        # A replay follows the cache rules of now: the points change no content.
         cache = CachePoints.of(tenant.prompt_cache, tenant.prompt_cache_ttl)
-        fragment = converse_fragment(history, current, fold.summary if fold else None, cache)
+        previous = previous_call_history(window) if tenant.prompt_cache == "stable" else None
+        fragment = converse_fragment(
+            history,
+            current,
+            fold.summary if fold else None,
+            cache,
+            previous_history=previous,
+        )
         if fragment.repairs:
             self._telemetry.fragment_repaired(fragment.repairs)
         return {
@@ -308,6 +389,11 @@ class ConverseService:
         since = history_cutoff(original.sent_at, tenant.history_days)
         snapshot = self._store.snapshot(key, since, first.position, self._page_size)
         window = build_window(snapshot.newest_first, self._settings.window_limits)
+        if first.window_from is not None:
+            # The first answer's stable window: the same run from its edge.
+            start = start_of(window, first.window_from)
+            if start is not None:
+                window = suffix_from(window, start)
         if first.dropped is not None:
             window = replace(window, dropped=first.dropped)
         memory = _fold_in_range(self._memory_first_served(key, first, snapshot.state.fold), since)
@@ -325,16 +411,12 @@ class ConverseService:
         version = first.memory_version
         if version is None:
             return current
-        if version == 0:
-            return None
-        if current is not None and current.version == version:
-            return current
-        kept = self._store.fold_at(key, version)
-        if kept is None:
+        found, memory = self._memory_of_version(key, version, current)
+        if not found:
             # Past its TTL, or written before memories were kept by version: none
             # rather than one that may summarise the future.
             self._telemetry.replay_memory_missing(version)
-        return kept
+        return memory
 
     def _lifetime_days(self, tenant: TenantRules) -> int:
         return turn_lifetime_days(self._settings.turn_retention_days, tenant.history_days)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
+from memory_core.stable_window import StableEdge
 from memory_core.turn_cap import NO_STREAK, Streak
 from memory_core.turns import TurnPosition
 
@@ -61,6 +62,8 @@ class ConversationState:
     compaction_version: int = 0
     """Every compaction commit adds one: the compactors' optimistic lock."""
     turns_recorded: int = 0
+    stable_edge: StableEdge | None = None
+    """The cache-stable window's edge and the memory it serves (`promptCache: stable`)."""
 
     @property
     def late_bound(self) -> TurnPosition | None:

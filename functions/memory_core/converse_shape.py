@@ -8,9 +8,12 @@ every call is answered in the next message (`memory_core.repairs`).
 
 Cache points (SPEC 5, prompt caching) mark the prefixes worth caching: one
 after the memory in `system`, one after the history, before the current
-message's first block. None marks an empty prefix (no memory, no history),
-none at all for a tenant whose `promptCache` is `off`, and one TTL for both,
-so the TTLs never increase from `system` to `messages`.
+message's first block, and, for the cache-stable window, one where the
+previous call's history ended, so that a model which reads the cache only at
+a cache point (no lookback) finds the previous call's prefix there. None
+marks an empty prefix (no memory, no history), none at all for a tenant whose
+`promptCache` is `off`, and one TTL for all, so the TTLs never increase from
+`system` to `messages`.
 """
 
 from __future__ import annotations
@@ -99,17 +102,75 @@ def converse_system(memory_summary: str | None, cache: CachePoints) -> list[dict
 
 
 def converse_fragment(
-    history: Iterable[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
     current: Mapping[str, Any],
     memory_summary: str | None,
     cache: CachePoints,
+    *,
+    previous_history: int | None = None,
 ) -> ConverseFragment:
+    """The fragment; `previous_history`, where known, is how many of the history's
+    messages the previous call's history ended with: a cache point goes there too."""
     merged = merged_by_role([*history, current])
     own = _blocks_of_the_current(merged, current)
+    previous_end = _last_block_of(merged, history, previous_history)
+    if previous_end is not None and previous_end == _last_block_of(merged, history, len(history)):
+        previous_end = None  # the point after the history stands there already
     messages, repairs = repair_tool_blocks(merged)
     if cache.placed:
+        if previous_end is not None:
+            messages = _cache_point_after(messages, previous_end, cache.block())
         messages = _cache_point_after_the_history(messages, own, cache.block())
     return ConverseFragment(converse_system(memory_summary, cache), messages, repairs)
+
+
+def _last_block_of(
+    merged: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
+    count: int | None,
+) -> int | None:
+    """The identity of the last block, in `merged`, of the first `count` history messages.
+
+    `merged_by_role` keeps every non-empty block once, in order: the n-th of them
+    in the history is the n-th in `merged`.
+    """
+    if not count or count > len(history):
+        return None
+    blocks = sum(
+        1
+        for message in history[:count]
+        for block in message["content"]
+        if not _is_empty_text(block)
+    )
+    if not blocks:
+        return None
+    for message in merged:
+        content = message["content"]
+        if blocks <= len(content):
+            return id(content[blocks - 1])
+        blocks -= len(content)
+    return None
+
+
+def _cache_point_after(
+    messages: list[dict[str, Any]], anchor: int, point: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """`messages` with a cache point after the block `anchor`, where one may stand there.
+
+    Not before a tool result (they open their message) nor where the repairs
+    moved or dropped the block: the point is then left out, costing a cache
+    read at most, never validity.
+    """
+    for position, message in enumerate(messages):
+        content = message["content"]
+        at = next((i for i, block in enumerate(content) if id(block) == anchor), None)
+        if at is None:
+            continue
+        if at + 1 < len(content) and "toolResult" in content[at + 1]:
+            return messages
+        marked = {**message, "content": [*content[: at + 1], point, *content[at + 1 :]]}
+        return [*messages[:position], marked, *messages[position + 1 :]]
+    return messages
 
 
 def _blocks_of_the_current(

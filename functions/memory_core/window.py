@@ -77,6 +77,13 @@ class Window:
     omission: ExchangeOmission | None = None
     """Set when the window holds an exchange longer than the cap: `turns` then starts
     with its question (when it is kept), and the newest of the exchange follow."""
+    turn_tokens: tuple[int, ...] = ()
+    """Each kept turn's estimate as kept (trimmed), oldest first, like `turns`."""
+    trimmed_turns: tuple[bool, ...] = ()
+    """Whether each kept turn was trimmed, oldest first, like `turns`."""
+    floor_kept: int = 0
+    """How many of the newest turns the floor alone kept (0 with an omission): no
+    window of these candidates may keep fewer."""
 
     @property
     def kept(self) -> int:
@@ -128,8 +135,10 @@ def build_window(
     # Extending past turns the floor had to give up would leave a hole in the
     # history: only a floor that kept everything it read may grow.
     if kept and kept == len(read.originals):
+        floor_kept = kept
         kept = _extend_by_whole_exchanges(read, kept, limits)
-    return _result(read, kept, candidate_count)
+        return _result(read, kept, candidate_count, floor_kept=floor_kept)
+    return _result(read, kept, candidate_count, floor_kept=kept)
 
 
 class _Read:
@@ -280,6 +289,7 @@ def _result(
     question: int | None = None,
     omission: ExchangeOmission | None = None,
     opening_tokens: int = 0,
+    floor_kept: int = 0,
 ) -> Window:
     """The window of the newest `kept` turns read, and (SPEC 5.5.7) the long exchange's question.
 
@@ -294,13 +304,19 @@ def _result(
         # The question is the last turn read: everything between is the omitted middle.
         window.insert(0, turns[question])
         passed_over = originals[kept:question]
-    kept_indexes = range(kept) if question is None else [*range(kept), question]
+    kept_indexes = (
+        [*reversed(range(kept))] if question is None else [question, *reversed(range(kept))]
+    )
+    trimmed_turns = tuple(turns[n] is not originals[n] for n in kept_indexes)
     total = max(len(originals), candidate_count or 0)
     return Window(
         turns=tuple(window),
         dropped=total - len(window),
-        trimmed=sum(1 for n in kept_indexes if turns[n] is not originals[n]),
+        trimmed=sum(trimmed_turns),
         estimated_tokens=sum(read.tokens[:kept]) + opening_tokens,
         passed_over=tuple(passed_over),
         omission=omission,
+        turn_tokens=tuple(read.tokens[n] for n in kept_indexes),
+        trimmed_turns=trimmed_turns,
+        floor_kept=floor_kept,
     )

@@ -20,6 +20,7 @@ from bench import (
     fold,
     local_e2e,
     local_runner,
+    prompt_cost,
     prompt_tokens,
     window_vs_langchain,
 )
@@ -82,6 +83,28 @@ def test_the_bounded_prompt_is_tallied_and_plotted(tmp_path):
     assert figures["unbounded_at_turn_40"] >= figures["bounded_at_turn_40"] - 800
     assert len(figures["series"]["turn"]) == len(figures["series"]["bounded"]) == 20
     path = prompt_tokens.plot(figures, tmp_path / "plot.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_prompts_cost_is_priced_side_by_side_and_plotted(tmp_path):
+    figures = prompt_cost.run(pairs=12)
+    assert (figures["turns"], figures["agent_prompt_tokens"]) == (24, 1500)
+    for model in ("claude", "nova"):
+        for pattern in ("active", "idle"):
+            side_by_side = figures[model][pattern]
+            for policy in prompt_cost.POLICIES:
+                assert positive_number(side_by_side[policy]["cost_per_converse"]), policy
+                assert 0 <= side_by_side[policy]["cached_read_share"] <= 1
+            assert positive_number(side_by_side["saving_vs_sliding"])
+            assert positive_number(side_by_side["saving_vs_trim_messages"])
+            # Past the cache's five minutes, nothing is ever read.
+            if pattern == "idle":
+                assert side_by_side["stable"]["cached_read_share"] == 0
+    series = figures["series"]
+    assert (series["model"], series["pattern"]) == ("claude", "active")
+    assert all(len(series[name]) == 12 for name in ("turn", *prompt_cost.POLICIES))
+    assert prompt_cost.run(pairs=12) == figures  # seeded: the same again
+    path = prompt_cost.plot(figures, tmp_path / "plot.png")
     assert path.read_bytes().startswith(b"\x89PNG")
 
 

@@ -118,10 +118,27 @@ def test_without_memory_there_is_only_the_point_after_the_history(api):
     assert cache_points(first["converse"]) == []  # no memory, no history: no point at all
 
 
-def test_a_stable_tenant_is_served_as_a_sliding_one_until_the_stable_window_exists(api):
+def test_a_short_stable_conversation_keeps_its_whole_history_with_a_point_after_the_last_call(
+    api,
+):
     steady = conversation(api, "steady")
     plain = conversation(api, "plain")
-    assert steady == plain
+    # Nothing to leave out yet: the same history as the sliding window.
+    for part in ("history", "current", "window"):
+        assert steady[part] == plain[part], part
+    # The fold came after the edge was set, with no memory: it waits for the edge's move
+    # (everything it holds is still in the history).
+    assert plain["memory"] is not None
+    assert steady["memory"] is None
+    assert steady["converse"]["system"] == []
+    messages = steady["converse"]["messages"]
+    # One more point: where the previous call's history ended (before "And clause 9?").
+    assert messages[1]["content"] == [{"text": "Yes, from signature."}, FIVE_MINUTES]
+    assert cache_points(steady["converse"]) == [FIVE_MINUTES] * 2
+    assert (
+        without_cache_points(steady["converse"])["messages"]
+        == (without_cache_points(plain["converse"])["messages"])
+    )
 
 
 def test_a_retry_is_answered_with_the_same_cache_points(api):

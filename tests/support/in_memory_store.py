@@ -139,6 +139,7 @@ class InMemoryConversationStore:
         dropped: int | None,
         memory_version: int,
         lifetime_days: int,
+        window_from: TurnPosition | None = None,
     ) -> None:
         check_item_size(encode_content(turn))
         with self._lock:
@@ -158,6 +159,7 @@ class InMemoryConversationStore:
                 dropped=dropped,
                 memory_version=memory_version,
                 lifetime_days=lifetime_days,
+                window_from=window_from,
             )
             conversation.state = replace(
                 _counted(current, turn, tokens, late=change.late),
@@ -167,6 +169,7 @@ class InMemoryConversationStore:
                 ),
                 recent_contact=change.recent_contact,
                 lease_until=_whole_second(change.lease_until) or current.lease_until,
+                stable_edge=change.stable_edge,
             )
             conversation.state_expiry = self._state_ttl(turn, lifetime_days)
 
@@ -288,6 +291,7 @@ class InMemoryConversationStore:
         memory_version: int | None,
         lifetime_days: int,
         usage: TokenUsage | None = None,
+        window_from: TurnPosition | None = None,
     ) -> None:
         position = turn.position
         bisect.insort(conversation.positions, position)
@@ -301,6 +305,7 @@ class InMemoryConversationStore:
             decision=decision,
             dropped=dropped,
             memory_version=memory_version,
+            window_from=window_from,
         )
 
 

@@ -10,6 +10,8 @@ within that bound the 2x rule promises that no turn is held by neither.
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,13 +36,23 @@ CALLER = Caller(arn=None, identity_required=False)
 
 
 class StaticRules:
-    def __init__(self, retention_days: int) -> None:
-        self._rules = parse_rules(
-            {"tenants": {"sim": {"maxTurnsPerConversation": 1_000_000}}}, retention_days
-        )
+    def __init__(self, retention_days: int, tenant: Mapping[str, Any] | None = None) -> None:
+        # `tenant`: more of the tenant's rules (`promptCache`, say), over an unreachable cap.
+        rules = {"maxTurnsPerConversation": 1_000_000, **(tenant or {})}
+        self._rules = parse_rules({"tenants": {"sim": rules}}, retention_days)
 
     def current(self) -> RulesDocument:
         return self._rules
+
+
+class SimulatedClock:
+    """Epoch seconds that move only when the simulation sets them."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class CollectingQueue:
@@ -119,19 +131,40 @@ class Simulation:
 
     @classmethod
     def build(cls, **environment: str) -> Simulation:
-        settings = load_settings(environment)
-        store = InMemoryConversationStore(settings.turn_retention_days)
+        return cls.with_settings(load_settings(environment))
+
+    @classmethod
+    def with_settings(
+        cls,
+        settings: Settings,
+        *,
+        tenant_rules: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> Simulation:
+        """A simulation over `settings`.
+
+        `tenant_rules` adds to the tenant's rules (`promptCache`, say); `clock`
+        (epoch seconds) is the wall clock of the service, the store and the
+        compactor alike, the system's when None.
+        """
+        wall_clock = clock or time.time
+        store = InMemoryConversationStore(settings.turn_retention_days, clock=wall_clock)
         queue = CollectingQueue()
         observed = Observed()
         service = ConverseService(
             store=store,
             queue=queue,  # type: ignore[arg-type]
-            rules=StaticRules(settings.turn_retention_days),
+            rules=StaticRules(settings.turn_retention_days, tenant_rules),
             settings=settings,
             telemetry=observed,
+            clock=wall_clock,
         )
         compactor = Compactor(
-            store=store, summariser=OfflineSummariser(), settings=settings, telemetry=observed
+            store=store,
+            summariser=OfflineSummariser(),
+            settings=settings,
+            telemetry=observed,
+            wall_clock=wall_clock,
         )
         return cls(settings, store, service, compactor, queue, observed)
 
@@ -200,3 +233,53 @@ def simulate(pairs: int, lag: int, seed: int = 7, **environment: str) -> tuple[S
         for _ in ready:
             sim.compactor.compact(KEY)
     return sim, tally
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One scripted exchange: the contact's message and the agent's reply, each at its time."""
+
+    question: str
+    asked_at: float
+    """Epoch seconds."""
+    reply: str
+    replied_at: float
+
+
+def play(
+    sim: Simulation, clock: SimulatedClock, exchanges: Iterable[Exchange], lag: int
+) -> list[dict[str, Any]]:
+    """The converse answers of `exchanges`, each played at its own time, in order.
+
+    `clock` (the simulation's wall clock) is set to each message's time, which is
+    its `sentAt` too; the compactor serves each request `lag` turns after it was
+    made, as in `simulate`.
+    """
+    answers: list[dict[str, Any]] = []
+    due: list[int] = []
+    turns = 0
+    for n, exchange in enumerate(exchanges):
+        clock.now = exchange.asked_at
+        question = Incoming(
+            id=f"q{n}",
+            role="user",
+            content=[{"text": exchange.question}],
+            sent_at=datetime.fromtimestamp(exchange.asked_at, UTC),
+        )
+        answers.append(sim.service.converse(KEY.tenant_id, KEY.contact_id, question, CALLER))
+        clock.now = exchange.replied_at
+        reply = Incoming(
+            id=f"a{n}",
+            role="assistant",
+            content=[{"text": exchange.reply}],
+            sent_at=datetime.fromtimestamp(exchange.replied_at, UTC),
+        )
+        sim.service.record(KEY.tenant_id, KEY.contact_id, reply, CALLER)
+        turns += 2
+        due += [turns + lag for _ in sim.queue.requests]
+        sim.queue.requests.clear()
+        ready = [d for d in due if d <= turns]
+        due = [d for d in due if d > turns]
+        for _ in ready:
+            sim.compactor.compact(KEY)
+    return answers

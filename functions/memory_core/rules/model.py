@@ -34,9 +34,9 @@ PromptCache = Literal["off", "sliding", "stable"]
 
 `off`: no cache point anywhere, for models without prompt caching, which
 refuse them. `sliding`: cache points after the memory and after the history.
-`stable`: the same cache points over a window whose oldest edge stays put;
-until that window is built, a `stable` tenant is served exactly as `sliding`
-(see `memory_core.converse_shape.cache_points_for`).
+`stable`: a window whose oldest edge stays put between calls and moves in
+chunks (`memory_core.stable_window`), with those points and one where the
+previous call's history ended.
 """
 PromptCacheTtl = Literal["5m", "1h"]
 """How long Bedrock keeps a cached prefix; `1h` on the models that offer it."""
