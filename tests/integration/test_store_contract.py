@@ -22,6 +22,7 @@ from adapters.dynamodb_store import DynamoDBConversationStore
 from local.aws_resources import create_table
 from memory_core.conversation import LateTurn
 from memory_core.fold import next_fold
+from memory_core.stable_window import StableEdge
 from memory_core.turn_cap import Streak
 from memory_core.turns import Turn
 from memory_core.usage import TokenUsage
@@ -64,17 +65,21 @@ def record(
     late: bool = False,
     memory_version: int = 0,
     lifetime_days: int = 30,
+    edge: StableEdge | None = None,
 ) -> None:
     store.record_contact_turn(
         KEY,
         t,
         tokens=2,
-        change=StateChange(version, Streak(version + 1, t.sent_at), (t.sent_at,), lease, late),
+        change=StateChange(
+            version, Streak(version + 1, t.sent_at), (t.sent_at,), lease, late, stable_edge=edge
+        ),
         turn_count=version + 1,
         decision="model",
         dropped=0,
         memory_version=memory_version,
         lifetime_days=lifetime_days,
+        window_from=edge.oldest if edge else None,
     )
 
 
@@ -336,6 +341,23 @@ def test_the_marker_keeps_the_version_of_the_memory_served(store):
     assert store.recorded(KEY, "t000").memory_version == 7
     assert store.recorded(KEY, "t001").memory_version == 0
     assert store.recorded(KEY, "t002").memory_version is None  # a reply answers nothing
+
+
+def test_the_stable_edge_is_kept_in_the_state_and_the_marker_and_cleared_by_none(store):
+    with_watermark = StableEdge(turn(0).position, 4, turn(0).position)
+    record(store, turn(0), 0, edge=with_watermark)
+    assert store.state(KEY).stable_edge == with_watermark
+    assert store.recorded(KEY, "t000").window_from == turn(0).position
+    # A new edge, no watermark yet: none is read back.
+    without = StableEdge(turn(1).position, 0, None)
+    record(store, turn(1), 1, edge=without)
+    assert store.state(KEY).stable_edge == without
+    store.record_reply(KEY, turn(2, "assistant"), 1, lifetime_days=30)
+    assert store.state(KEY).stable_edge == without  # a reply leaves it alone
+    record(store, turn(3), 2)
+    assert store.state(KEY).stable_edge is None
+    assert store.recorded(KEY, "t003").window_from is None
+    assert store.recorded(KEY, "t000").window_from == turn(0).position
 
 
 @pytest.mark.parametrize("lifetime_days", [30, 60])
