@@ -110,67 +110,17 @@ def converse_fragment(
     previous_history: int | None = None,
 ) -> ConverseFragment:
     """The fragment; `previous_history`, where known, is how many of the history's
-    messages the previous call's history ended with: a cache point goes there too."""
+    messages the previous call's history held: a cache point goes where that
+    call put its last one, before its own message."""
     merged = merged_by_role([*history, current])
     own = _blocks_of_the_current(merged, current)
-    previous_end = _last_block_of(merged, history, previous_history)
-    if previous_end is not None and previous_end == _last_block_of(merged, history, len(history)):
-        previous_end = None  # the point after the history stands there already
+    previous_own = _first_block_of(merged, history, previous_history)
     messages, repairs = repair_tool_blocks(merged)
     if cache.placed:
-        if previous_end is not None:
-            messages = _cache_point_after(messages, previous_end, cache.block())
         messages = _cache_point_after_the_history(messages, own, cache.block())
+        if previous_own is not None:
+            messages = _cache_point_before(messages, previous_own, cache.block())
     return ConverseFragment(converse_system(memory_summary, cache), messages, repairs)
-
-
-def _last_block_of(
-    merged: Sequence[Mapping[str, Any]],
-    history: Sequence[Mapping[str, Any]],
-    count: int | None,
-) -> int | None:
-    """The identity of the last block, in `merged`, of the first `count` history messages.
-
-    `merged_by_role` keeps every non-empty block once, in order: the n-th of them
-    in the history is the n-th in `merged`.
-    """
-    if not count or count > len(history):
-        return None
-    blocks = sum(
-        1
-        for message in history[:count]
-        for block in message["content"]
-        if not _is_empty_text(block)
-    )
-    if not blocks:
-        return None
-    for message in merged:
-        content = message["content"]
-        if blocks <= len(content):
-            return id(content[blocks - 1])
-        blocks -= len(content)
-    return None
-
-
-def _cache_point_after(
-    messages: list[dict[str, Any]], anchor: int, point: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """`messages` with a cache point after the block `anchor`, where one may stand there.
-
-    Not before a tool result (they open their message) nor where the repairs
-    moved or dropped the block: the point is then left out, costing a cache
-    read at most, never validity.
-    """
-    for position, message in enumerate(messages):
-        content = message["content"]
-        at = next((i for i, block in enumerate(content) if id(block) == anchor), None)
-        if at is None:
-            continue
-        if at + 1 < len(content) and "toolResult" in content[at + 1]:
-            return messages
-        marked = {**message, "content": [*content[: at + 1], point, *content[at + 1 :]]}
-        return [*messages[:position], marked, *messages[position + 1 :]]
-    return messages
 
 
 def _blocks_of_the_current(
@@ -186,6 +136,57 @@ def _blocks_of_the_current(
     if not merged or not count:
         return set()
     return {id(block) for block in merged[-1]["content"][-count:]}
+
+
+def _first_block_of(
+    merged: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
+    index: int | None,
+) -> int | None:
+    """The identity, in `merged`, of the first block of the history's message `index`.
+
+    `merged_by_role` keeps every non-empty block once, in order: the n-th of them
+    in the history is the n-th in `merged`.
+    """
+    if not index or index >= len(history):
+        return None
+    if not any(not _is_empty_text(block) for block in history[index]["content"]):
+        return None
+    before = sum(
+        1
+        for message in history[:index]
+        for block in message["content"]
+        if not _is_empty_text(block)
+    )
+    for message in merged:
+        content = message["content"]
+        if before < len(content):
+            return id(content[before])
+        before -= len(content)
+    return None
+
+
+def _cache_point_before(
+    messages: list[dict[str, Any]], anchor: int, point: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """`messages` with a cache point just before the block `anchor`, placed as the
+    previous call placed its point before its own message (see below)."""
+    for position, message in enumerate(messages):
+        content = message["content"]
+        at = next((i for i, block in enumerate(content) if id(block) == anchor), None)
+        if at is None:
+            continue
+        if at > 0 and "toolResult" not in content[at]:
+            if "cachePoint" in content[at - 1]:
+                return messages
+            marked = {**message, "content": [*content[:at], point, *content[at:]]}
+            return [*messages[:position], marked, *messages[position + 1 :]]
+        if at > 0 or position == 0 or "cachePoint" in messages[position - 1]["content"][-1]:
+            return messages  # no place, or the point after the history stands there
+        before = messages[position - 1]
+        marked = {**before, "content": [*before["content"], point]}
+        return [*messages[: position - 1], marked, *messages[position:]]
+    return messages
 
 
 def _cache_point_after_the_history(

@@ -93,8 +93,8 @@ def stable_window(
     with a move (the current fold in range, and the compaction watermark);
     `late` are the turns recorded below the watermark and not folded yet.
     `cache_expired`: the previous call's prefix has left the cache (its TTL
-    passed), so a move costs nothing more: the edge then moves whenever that
-    leaves out turns, and the newest memory comes with it.
+    passed), so a move costs nothing more: the edge is chosen afresh, with the
+    newest memory (the same edge, where that is where a move would put it).
     """
 
     def move() -> StableChoice:
@@ -102,17 +102,12 @@ def stable_window(
             sliding, limits, memory_version=memory_version, watermark=watermark, late=late
         )
 
-    start = None if edge is None else start_of(sliding, edge.oldest)
-    if edge is None or start is None or len(sliding.turns) - start < sliding.floor_kept:
+    if edge is None or cache_expired:
         return move()
-    kept = suffix_from(sliding, start)
-    if not cache_expired:
-        return StableChoice(kept, edge, moved=False)
-    moved = move()
-    if len(moved.window.turns) < len(kept.turns):
-        return moved
-    # Nothing to leave out: the edge stays, and the newest memory comes at no cost.
-    return StableChoice(kept, StableEdge(edge.oldest, memory_version, watermark), moved=True)
+    start = start_of(sliding, edge.oldest)
+    if start is None or len(sliding.turns) - start < sliding.floor_kept:
+        return move()
+    return StableChoice(suffix_from(sliding, start), edge, moved=False)
 
 
 def moved_edge(
@@ -123,8 +118,9 @@ def moved_edge(
     watermark: TurnPosition | None,
     late: Collection[TurnPosition] = (),
 ) -> StableChoice:
-    """The edge moved: the shortest run leaving room (`MOVE_ROOM_SHARE`) that keeps the
-    floor and drops no turn the memory to adopt does not hold."""
+    """The edge moved: the longest run within the share of the budget and the cap
+    (`MOVE_ROOM_SHARE`), but never fewer turns than the floor keeps, nor leaving out a
+    turn the memory to adopt does not hold."""
     if sliding.omission is not None or not sliding.turns:
         return StableChoice(sliding, None, moved=True)
     turns = sliding.turns
