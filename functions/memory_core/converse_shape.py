@@ -48,9 +48,8 @@ class CachePoints:
         if prompt_cache == "off":
             # Models without prompt caching refuse a request with any cache point.
             return cls(placed=False)
-        # `stable` marks the same two prefixes as `sliding`. Its window (an oldest edge
-        # kept between calls) is not built yet: until it is, a `stable` tenant is served
-        # exactly like a `sliding` one, the same window, memory and cache points.
+        # `stable` marks the same two prefixes as `sliding`, and the caller adds the
+        # previous call's (`converse_fragment`'s `previous_history`).
         return cls(placed=True, ttl=ttl)
 
     def block(self) -> dict[str, Any]:

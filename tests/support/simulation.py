@@ -226,13 +226,21 @@ def simulate(pairs: int, lag: int, seed: int = 7, **environment: str) -> tuple[S
         sim.service.record(KEY.tenant_id, KEY.contact_id, reply, CALLER)
         history_tokens += current_tokens + -(-len(reply.content[0]["text"]) // 4)
         turns += 2
-        due += [turns + lag for _ in sim.queue.requests]
-        sim.queue.requests.clear()
-        ready = [d for d in due if d <= turns]
-        due = [d for d in due if d > turns]
-        for _ in ready:
-            sim.compactor.compact(KEY)
+        due = compact_when_due(sim, due, turns, lag)
     return sim, tally
+
+
+def compact_when_due(sim: Simulation, due: list[int], turns: int, lag: int) -> list[int]:
+    """The compactor lagging: each request queued is served `lag` turns after `turns`.
+
+    `due` holds the turn counts at which earlier requests fall due; those due by
+    `turns` are served now, and the rest come back.
+    """
+    due = [*due, *(turns + lag for _ in sim.queue.requests)]
+    sim.queue.requests.clear()
+    for _ in [d for d in due if d <= turns]:
+        sim.compactor.compact(KEY)
+    return [d for d in due if d > turns]
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,10 +284,5 @@ def play(
         )
         sim.service.record(KEY.tenant_id, KEY.contact_id, reply, CALLER)
         turns += 2
-        due += [turns + lag for _ in sim.queue.requests]
-        sim.queue.requests.clear()
-        ready = [d for d in due if d <= turns]
-        due = [d for d in due if d > turns]
-        for _ in ready:
-            sim.compactor.compact(KEY)
+        due = compact_when_due(sim, due, turns, lag)
     return answers
