@@ -7,6 +7,8 @@ the store, so a duplicate or late delivery folds nothing twice.
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -22,9 +24,26 @@ class SQSClient(Protocol):
 
 
 class CompactionQueue:
-    def __init__(self, client: SQSClient, queue_url: str) -> None:
-        self._client = client
+    """The queue; its SQS client is made when the first request is sent.
+
+    Most converse calls request no compaction: a cold start should not pay for
+    an SQS client it may never use (docs/performance.md).
+    """
+
+    def __init__(self, make_client: Callable[[], SQSClient], queue_url: str) -> None:
+        self._make_client = make_client
+        self._client: SQSClient | None = None
+        self._lock = threading.Lock()
         self._queue_url = queue_url
+
+    def _sqs(self) -> SQSClient:
+        if self._client is None:
+            # The local runner serves calls on threads, and boto3 does not build
+            # clients thread-safely.
+            with self._lock:
+                if self._client is None:
+                    self._client = self._make_client()
+        return self._client
 
     def request_compaction(self, key: ConversationKey, requested_at: datetime) -> str:
         body = {
@@ -32,7 +51,7 @@ class CompactionQueue:
             "contactId": key.contact_id,
             "requestedAt": format_instant(requested_at),
         }
-        response = self._client.send_message(
+        response = self._sqs().send_message(
             QueueUrl=self._queue_url, MessageBody=json.dumps(body, separators=(",", ":"))
         )
         return str(response["MessageId"])

@@ -138,7 +138,7 @@ SERVICE = ConverseService(
     store=DynamoDBConversationStore(
         boto3.client("dynamodb"), ENVIRONMENT.table_name, SETTINGS.turn_retention_days
     ),
-    queue=CompactionQueue(boto3.client("sqs"), ENVIRONMENT.compaction_queue_url),
+    queue=CompactionQueue(lambda: boto3.client("sqs"), ENVIRONMENT.compaction_queue_url),
     rules=RULES,
     settings=SETTINGS,
     telemetry=TELEMETRY,

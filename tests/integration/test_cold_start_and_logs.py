@@ -113,3 +113,19 @@ def test_a_turn_held_by_neither_fold_nor_window_is_logged_as_a_coverage_gap(api,
     assert len(gaps) == 1
     assert gaps[0]["missingTurns"] >= 1
     assert any(r.get("CoverageGaps") == [1.0] for r in records if "_aws" in r)
+
+
+def test_the_handler_makes_no_sqs_client_until_a_compaction_is_requested(make_api):
+    api = make_api()
+    queue = api.handler.SERVICE._queue
+
+    def client_made() -> bool:
+        return queue._client is not None
+
+    assert not client_made()
+    api.converse("hello")
+    assert not client_made()  # nothing to fold yet: no client
+    for n in range(14):  # past the fold's turn trigger
+        api.converse(f"message {n}")
+    assert client_made()
+    assert api.queued()

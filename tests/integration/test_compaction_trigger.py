@@ -50,7 +50,7 @@ def test_an_expired_lease_lets_the_next_turn_ask_again(api):
 def test_a_failed_request_gives_the_lease_back_so_a_later_turn_asks_again(api):
     talk(api, 11, chars=8)
     service = api.handler.SERVICE
-    sqs = service._queue._client
+    sqs = service._queue._sqs()
     with Stubber(sqs) as stub:
         stub.add_client_error("send_message", "AWS.SimpleQueueService.InternalError")
         status, _ = api.converse("the 12th", tenant="roomy")

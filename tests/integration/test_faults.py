@@ -505,7 +505,7 @@ def test_a_failed_compaction_request_keeps_the_turn_and_a_later_turn_asks_again(
 ):
     start = minutes_ago(30)
     _short_turns(api, 11, start)  # the 12th reaches the count trigger (half of 25)
-    sqs = Faults(api.handler.SERVICE._queue._client)
+    sqs = Faults(api.handler.SERVICE._queue._sqs())
     try:
         sqs.fail("SendMessage", connection_lost)
         status, answer = api.converse(
@@ -533,7 +533,7 @@ def test_when_the_lease_cannot_be_given_back_either_the_call_still_succeeds(
 ):
     start = minutes_ago(30)
     _short_turns(api, 11, start)
-    sqs = Faults(api.handler.SERVICE._queue._client)
+    sqs = Faults(api.handler.SERVICE._queue._sqs())
     try:
         sqs.fail("SendMessage", connection_lost)
         dynamodb_faults.fail("UpdateItem", SERVER_ERROR)  # the lease's release
