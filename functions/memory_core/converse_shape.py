@@ -149,7 +149,7 @@ def _first_block_of(
     """
     if not index or index >= len(history):
         return None
-    if not any(not _is_empty_text(block) for block in history[index]["content"]):
+    if all(_is_empty_text(block) for block in history[index]["content"]):
         return None
     before = sum(
         1

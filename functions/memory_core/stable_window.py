@@ -147,7 +147,6 @@ def suffix_from(window: Window, start: int) -> Window:
     return Window(
         turns=window.turns[start:],
         dropped=window.dropped + start,
-        trimmed=sum(window.trimmed_turns[start:]),
         estimated_tokens=sum(window.turn_tokens[start:]),
         passed_over=(*reversed(left_out), *window.passed_over),
         turn_tokens=window.turn_tokens[start:],

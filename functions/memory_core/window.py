@@ -69,7 +69,6 @@ class Window:
     turns: tuple[Turn, ...]
     """The kept history, oldest first, trimmed where needed."""
     dropped: int
-    trimmed: int
     estimated_tokens: int
     """Of the history messages, the omission marker included."""
     passed_over: tuple[Turn, ...]
@@ -84,6 +83,10 @@ class Window:
     floor_kept: int = 0
     """How many of the newest turns the floor alone kept (0 with an omission): no
     window of these candidates may keep fewer."""
+
+    @property
+    def trimmed(self) -> int:
+        return sum(self.trimmed_turns)
 
     @property
     def kept(self) -> int:
@@ -134,11 +137,10 @@ def build_window(
         return _long_exchange(read, limits, candidate_count)
     # Extending past turns the floor had to give up would leave a hole in the
     # history: only a floor that kept everything it read may grow.
+    floor_kept = kept
     if kept and kept == len(read.originals):
-        floor_kept = kept
         kept = _extend_by_whole_exchanges(read, kept, limits)
-        return _result(read, kept, candidate_count, floor_kept=floor_kept)
-    return _result(read, kept, candidate_count, floor_kept=kept)
+    return _result(read, kept, candidate_count, floor_kept=floor_kept)
 
 
 class _Read:
@@ -312,7 +314,6 @@ def _result(
     return Window(
         turns=tuple(window),
         dropped=total - len(window),
-        trimmed=sum(trimmed_turns),
         estimated_tokens=sum(read.tokens[:kept]) + opening_tokens,
         passed_over=tuple(passed_over),
         omission=omission,

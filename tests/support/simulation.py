@@ -26,7 +26,7 @@ from memory_core.rules import RulesDocument, parse_rules
 from memory_core.settings import Settings, load_settings
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.trim import trim_turn
-from memory_core.turns import TurnPosition
+from memory_core.turns import Role, TurnPosition
 from memory_core.usage import TokenUsage
 from memory_core.window import Window
 from tests.support.in_memory_store import InMemoryConversationStore
@@ -254,6 +254,12 @@ class Exchange:
     replied_at: float
 
 
+def _sent_now(clock: SimulatedClock, message_id: str, role: Role, text: str) -> Incoming:
+    """A text message whose `sentAt` is the simulated clock's now."""
+    sent_at = datetime.fromtimestamp(clock.now, UTC)
+    return Incoming(id=message_id, role=role, content=[{"text": text}], sent_at=sent_at)
+
+
 def play(
     sim: Simulation, clock: SimulatedClock, exchanges: Iterable[Exchange], lag: int
 ) -> list[dict[str, Any]]:
@@ -268,20 +274,10 @@ def play(
     turns = 0
     for n, exchange in enumerate(exchanges):
         clock.now = exchange.asked_at
-        question = Incoming(
-            id=f"q{n}",
-            role="user",
-            content=[{"text": exchange.question}],
-            sent_at=datetime.fromtimestamp(exchange.asked_at, UTC),
-        )
+        question = _sent_now(clock, f"q{n}", "user", exchange.question)
         answers.append(sim.service.converse(KEY.tenant_id, KEY.contact_id, question, CALLER))
         clock.now = exchange.replied_at
-        reply = Incoming(
-            id=f"a{n}",
-            role="assistant",
-            content=[{"text": exchange.reply}],
-            sent_at=datetime.fromtimestamp(exchange.replied_at, UTC),
-        )
+        reply = _sent_now(clock, f"a{n}", "assistant", exchange.reply)
         sim.service.record(KEY.tenant_id, KEY.contact_id, reply, CALLER)
         turns += 2
         due = compact_when_due(sim, due, turns, lag)
