@@ -12,7 +12,7 @@ to the first call is still counted.
 
 `profile()` explains the import: one more child imports the layers in
 dependency order, then the handler with its heavy constructors wrapped in
-timers (botocore clients, the Tracer, the OpenAPI document, the rules), and
+timers (botocore clients, the OpenAPI document, the rules), and
 reports where the milliseconds went.
 """
 
@@ -99,14 +99,15 @@ import boto3
 stage("import boto3")
 import pydantic, pydantic.main
 stage("import pydantic")
-from aws_lambda_powertools import Logger, Metrics, Tracer
-stage("import Powertools Logger, Metrics, Tracer")
+from aws_lambda_powertools import Logger, Metrics
+stage("import Powertools Logger, Metrics")
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 import aws_lambda_powertools.event_handler.openapi.params
 stage("import Powertools event handler and its OpenAPI models")
 import memory_core.settings, memory_core.rules, memory_core.window
 import adapters.dynamodb_store, adapters.rules_source, adapters.compaction_queue
 import converse_history.api_models, converse_history.service, converse_history.telemetry
+import converse_history.http_routes, converse_history.direct_invocation
 stage("import the project's modules (domain, adapters, API models)")
 
 inside = {}
@@ -123,7 +124,6 @@ def timed(owner, name, label):
 import adapters.rules_source as rules_source
 import memory_core.settings as settings
 timed(boto3, "client", "botocore clients (dynamodb, sqs)")
-timed(Tracer, "__init__", "Tracer() (X-Ray SDK recorder and its sampler's client)")
 # Built on the first GET /openapi.json; still timed, so that a document built at import shows.
 timed(APIGatewayRestResolver, "get_openapi_json_schema", "OpenAPI document")
 timed(rules_source.FileRulesSource, "__init__", "rules file read and validated")

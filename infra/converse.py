@@ -1,4 +1,8 @@
-"""The converse-history Lambda: its settings, its table and queue rights, its rules."""
+"""The converse-history Lambda: its settings, its table and queue rights, its rules.
+
+It is on the latency path of every API call and every workflow execution, so it runs
+with SnapStart, and both callers invoke its alias `live` (see infra/service_function.py).
+"""
 
 from __future__ import annotations
 
@@ -42,8 +46,14 @@ class ConverseHistory(Construct):
                 **rules.lambda_environment(),
             },
             timeout=Duration.seconds(10),
+            snap_start=True,
         )
+        # The function, for its metrics (every version's and alias's invocations); the alias,
+        # for whatever invokes it (the API, the workflow, an agent calling it directly).
         self.function = self.service.function
+        alias = self.service.alias
+        assert alias is not None  # snap_start publishes a version behind an alias
+        self.alias: lambda_.Alias = alias
         role = self.service.role
         # TransactWriteItems needs the actions of the items it writes.
         role.add_to_policy(

@@ -70,6 +70,8 @@ class Monitoring(Construct):
         construct_id: str,
         *,
         config: DeploymentConfig,
+        # The functions themselves: their metrics (dimension FunctionName) add up every
+        # version and alias, so the history's alarms outlive each deploy's new version.
         history: lambda_.IFunction,
         compactor: lambda_.IFunction,
         dead_letters: sqs.IQueue,
@@ -140,6 +142,8 @@ class Monitoring(Construct):
                 "Turns held by neither the fold nor the window: context lost",
                 service_metric("CoverageGaps", HISTORY_SERVICE),
             ),
+            # Duration is the handler's time: it leaves out SnapStart's Restore Duration,
+            # as it left out Init Duration before; the API's own latency includes both.
             alarm(
                 "ConverseLatency",
                 "The converse call's p99 duration is over its budget",

@@ -36,12 +36,15 @@ class ConversationMemoryStack(Stack):
             rules=rules,
             layer=layer,
         )
-        api = Api(self, "Api", config=config, handler=converse.function)
-        workflow = Workflow(self, "Workflow", config=config, history=converse.function)
+        # Both callers invoke the alias, so they reach the SnapStart version.
+        api = Api(self, "Api", config=config, handler=converse.alias)
+        workflow = Workflow(self, "Workflow", config=config, history=converse.alias)
         Monitoring(
             self,
             "Monitoring",
             config=config,
+            # The function's metrics, not the alias's: they count every version and alias,
+            # so a call that bypasses the alias still shows in the alarms.
             history=converse.function,
             compactor=compaction.compactor.function,
             dead_letters=compaction.dead_letters,
@@ -55,6 +58,8 @@ class ConversationMemoryStack(Stack):
         CfnOutput(self, "TableName", value=storage.table.table_name)
         CfnOutput(self, "EventBusName", value=workflow.bus.event_bus_name)
         CfnOutput(self, "HistoryFunctionName", value=converse.function.function_name)
+        # For agents invoking the Lambda directly: the alias runs the SnapStart version.
+        CfnOutput(self, "HistoryAliasArn", value=converse.alias.function_arn)
         self._acknowledge_findings()
 
     def _acknowledge_findings(self) -> None:
@@ -98,11 +103,6 @@ class ConversationMemoryStack(Stack):
                 self.workflow,
                 "AwsSolutions-IAM5[Resource::*]",
                 "X-Ray and CloudWatch Logs' vended log delivery take no resource but *",
-            ),
-            (
-                self.workflow,
-                "AwsSolutions-IAM5[Resource::<ConverseHistoryFunctionD6908C78.Arn>:*]",
-                "Invoking the history Lambda includes its versions (ARN:*), as LambdaInvoke grants",
             ),
             (self.compaction.compactor, "AwsSolutions-L1", pinned),
             (self.converse.service, "AwsSolutions-L1", pinned),

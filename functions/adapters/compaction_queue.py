@@ -45,6 +45,11 @@ class CompactionQueue:
                     self._client = self._make_client()
         return self._client
 
+    def close(self) -> None:
+        """Forget the client, and its pooled connections; the next request makes a new one."""
+        with self._lock:
+            self._client = None
+
     def request_compaction(self, key: ConversationKey, requested_at: datetime) -> str:
         body = {
             "tenantId": key.tenant_id,

@@ -22,8 +22,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-from aws_lambda_powertools.utilities import parameters
-
 from memory_core.rules import InvalidRules, RulesDocument, load_rules_json, parse_rules
 
 RejectionHandler = Callable[[str], None]
@@ -187,8 +185,28 @@ class AppConfigRulesSource:
         self._last_good = rules
         return rules
 
+    def renew(self) -> None:
+        """Start again after a SnapStart restore, and fetch the rules deployed now.
+
+        The snapshot may be days old: its AppConfig session token has a 24-hour
+        life, its connection is closed, and the monotonic clock a failed fetch's
+        wait was set by belongs to the environment that took the snapshot. So
+        Powertools' providers (their sessions and cached documents) are
+        dropped and the wait forgotten. The fetch keeps the usual promise: when
+        it fails, the last good rules are served and the reason reported.
+        """
+        from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (see _get_app_config)
+
+        parameters.clear_caches()  # type: ignore[no-untyped-call]  # Powertools leaves it untyped
+        self._next_attempt_after_failure = float("-inf")
+        self.current()
+
     def _get_app_config(self) -> bytes | str:
         """The configuration's bytes, from Powertools' cache, untransformed (see AppConfigFetch)."""
+        # Imported here, not at the top: rules read from a file (the local runner) never
+        # need Powertools Parameters and its providers, and a cold start should not load them.
+        from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415
+
         document = parameters.get_app_config(
             name=self._profile,
             environment=self._environment,

@@ -1,8 +1,14 @@
-"""The API's refusals: one exception, carrying the status and the JSON error code."""
+"""The API's refusals: one exception, carrying the status and the JSON error code.
+
+And how a request pydantic refused becomes one: the first invalid field, named.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from memory_core.strict_json import DUPLICATE_KEY, NOT_JSON, NUMBER_TOO_LARGE, TOO_DEEP
 
 
 class ApiError(Exception):
@@ -46,3 +52,39 @@ def forbidden(tenant_id: str) -> ApiError:
 
 def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", what)
+
+
+def invalid_request(errors: Iterable[Any]) -> ApiError:
+    """The 400 for a request pydantic refused: its first invalid field named, the next few after.
+
+    Shared by the HTTP routes (Powertools' RequestValidationError) and the
+    direct invocation (pydantic's ValidationError), so both name fields alike.
+    """
+    details = list(errors)
+    if not details:
+        return invalid("body", "invalid request")
+    first = details[0]
+    if first.get("type") == "json_invalid":
+        reason = str((first.get("ctx") or {}).get("error"))
+        named = reason in _JSON_REFUSALS or reason.startswith(DUPLICATE_KEY)
+        return invalid("body", f"not valid JSON ({reason})" if named else "not valid JSON")
+    loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "path", "query")]
+    loc = [_PATH_NAMES.get(part, part) for part in loc]
+    field = ".".join(loc) or "body"
+    reasons = "; ".join(_reason(d) for d in details[1:4])
+    message = _message(first) + (f" (also: {reasons})" if reasons else "")
+    return invalid(field, message)
+
+
+def _message(detail: Any) -> str:
+    return str(detail.get("msg", "invalid")).removeprefix("Value error, ")
+
+
+_PATH_NAMES = {"tenant_id": "tenantId", "contact_id": "contactId"}
+_JSON_REFUSALS = frozenset({NOT_JSON, NUMBER_TOO_LARGE, TOO_DEEP})
+"""strict_json's own refusals, shown with the key named; the parser's (`Expecting value`) not."""
+
+
+def _reason(detail: Any) -> str:
+    where = ".".join(str(p) for p in detail.get("loc", ()) if p not in ("body", "path"))
+    return f"{where}: {_message(detail)}" if where else _message(detail)

@@ -76,7 +76,8 @@ def test_the_dashboard_shows_the_api_responses_and_the_workflow_executions(resou
 
 # -- gateway responses -----------------------------------------------------------------
 
-# The Lambda's codes where the meaning is the same (errors.py, handler.py, service.py).
+# The Lambda's codes where the meaning is the same (errors.py, http_routes.py,
+# proxy_event.py, service.py).
 EXPECTED_CODES = {
     "DEFAULT_4XX": "request_refused",
     "DEFAULT_5XX": "internal_error",

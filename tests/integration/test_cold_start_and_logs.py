@@ -16,7 +16,9 @@ from tests.integration.conftest import log_lines, minutes_ago
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def import_handler(**env: str) -> subprocess.CompletedProcess[str]:
+def import_handler(
+    code: str = "import converse_history.handler", **env: str
+) -> subprocess.CompletedProcess[str]:
     environment = {
         **os.environ,
         "PYTHONPATH": f"{ROOT / 'functions'}{os.pathsep}{ROOT}",
@@ -28,7 +30,7 @@ def import_handler(**env: str) -> subprocess.CompletedProcess[str]:
         **env,
     }
     return subprocess.run(
-        [sys.executable, "-c", "import converse_history.handler"],
+        [sys.executable, "-c", code],
         env=environment,
         capture_output=True,
         text=True,
@@ -40,6 +42,17 @@ def import_handler(**env: str) -> subprocess.CompletedProcess[str]:
 def test_the_handler_imports_with_good_settings():
     result = import_handler()
     assert result.returncode == 0, result.stderr
+
+
+def test_the_handler_imports_no_xray_recorder():
+    # Lambda's active tracing records each invocation; the X-Ray SDK's recorder at
+    # import cost a fifth of the cold start (docs/performance.md).
+    result = import_handler(
+        "import sys, converse_history.handler; print(sorted(m for m in sys.modules "
+        "if m.startswith('aws_xray_sdk')))"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_a_window_below_twice_the_fold_fails_the_cold_start_with_the_reason():

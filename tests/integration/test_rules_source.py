@@ -6,7 +6,7 @@ hands the reason, naming tenant and field, to `on_rejected`.
 
 from __future__ import annotations
 
-import io
+import functools
 import json
 import os
 import signal
@@ -16,6 +16,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters import appconfig as appconfig_provider
 from aws_lambda_powertools.utilities.parameters.constants import DEFAULT_PROVIDERS
 from botocore.stub import Stubber  # type: ignore[import-untyped, unused-ignore]
 from moto import mock_aws
@@ -23,9 +24,17 @@ from moto.backend_index import backend_url_patterns
 
 from adapters.rules_source import AppConfigRulesSource, FileRulesSource, RulesUnavailable
 from memory_core.rules import InvalidRules, RulesDocument
+from tests.support.appconfig_stub import (
+    APP,
+    ENV,
+    PROFILE,
+    configuration,
+    expect_configuration,
+    expect_session,
+    stubbed_provider,
+)
 
 RETENTION = 30
-APP, ENV, PROFILE = "memory", "prod", "tenant-rules"
 
 
 def _rules(history_days: int, tenant: str = "acme") -> dict[str, Any]:
@@ -458,53 +467,18 @@ def aws_environment(monkeypatch):
     parameters.clear_caches()  # type: ignore[no-untyped-call, unused-ignore]
 
 
-def _configuration(document: Any, next_token: str) -> dict[str, Any]:
-    if document is None or isinstance(document, bytes):
-        content = document or b""
-    else:
-        content = json.dumps(document).encode()
-    return {
-        "Configuration": io.BytesIO(content),  # the streaming body Powertools reads
-        "NextPollConfigurationToken": next_token,
-        "NextPollIntervalInSeconds": 60,
-        "ContentType": "application/json",
-    }
-
-
 def _stubbed_app_config(monkeypatch, rejections) -> tuple[Stubber, AppConfigRulesSource]:
-    """A source over Powertools' own AppConfig provider, its session already started.
-
-    moto does not serve AppConfigData (see the skipped test), so the AppConfigData
-    client under the provider is stubbed: no network, real Powertools.
-    """
-    client = boto3.client("appconfigdata")
-    stub = Stubber(client)
-    monkeypatch.setitem(
-        DEFAULT_PROVIDERS,
-        "appconfig",
-        parameters.AppConfigProvider(environment=ENV, application=APP, boto3_client=client),
-    )
-    source = AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
-    stub.add_response(
-        "start_configuration_session",
-        {"InitialConfigurationToken": "token-1"},
-        {
-            "ApplicationIdentifier": APP,
-            "EnvironmentIdentifier": ENV,
-            "ConfigurationProfileIdentifier": PROFILE,
-        },
-    )
-    return stub, source
+    """A source over Powertools' own AppConfig provider, whose first session serves
+    `historyDays` 14 and hands over the next token, `token-2`."""
+    stub = stubbed_provider(monkeypatch)
+    expect_session(stub, "token-1")
+    expect_configuration(stub, _rules(14), "token-1", "token-2")
+    return stub, AppConfigRulesSource(APP, ENV, PROFILE, RETENTION, rejections.append)
 
 
 @pytest.mark.usefixtures("aws_environment")
 def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, rejections):
     stub, source = _stubbed_app_config(monkeypatch, rejections)
-    stub.add_response(
-        "get_latest_configuration",
-        _configuration(_rules(14), "token-2"),
-        {"ConfigurationToken": "token-1"},
-    )
     with stub:
         first = source.current()
         assert _history_days(first) == 14
@@ -517,7 +491,7 @@ def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, reject
         DEFAULT_PROVIDERS["appconfig"].clear_cache()
         stub.add_response(
             "get_latest_configuration",
-            _configuration(_rules(6), "token-3"),
+            configuration(_rules(6), "token-3"),
             {"ConfigurationToken": "token-2"},
         )
         second = source.current()
@@ -528,7 +502,7 @@ def test_powertools_get_app_config_serves_caches_and_reloads(monkeypatch, reject
         DEFAULT_PROVIDERS["appconfig"].clear_cache()
         stub.add_response(
             "get_latest_configuration",
-            _configuration(None, "token-4"),
+            configuration(None, "token-4"),
             {"ConfigurationToken": "token-3"},
         )
         assert source.current() is second
@@ -593,18 +567,13 @@ def test_powertools_get_app_config_with_a_key_given_twice_keeps_the_last_good_ru
     # Powertools' transform="json" would parse this with json.loads and serve
     # an empty tenant list: the source reads the bytes itself, strictly.
     stub, source = _stubbed_app_config(monkeypatch, rejections)
-    stub.add_response(
-        "get_latest_configuration",
-        _configuration(_rules(14), "token-2"),
-        {"ConfigurationToken": "token-1"},
-    )
     duplicated = b'{"tenants": {"acme": {"historyDays": 14}}, "tenants": {}}'
     with stub:
         good = source.current()
         DEFAULT_PROVIDERS["appconfig"].clear_cache()
         stub.add_response(
             "get_latest_configuration",
-            _configuration(duplicated, "token-3"),
+            configuration(duplicated, "token-3"),
             {"ConfigurationToken": "token-2"},
         )
         assert source.current() is good
@@ -613,9 +582,65 @@ def test_powertools_get_app_config_with_a_key_given_twice_keeps_the_last_good_ru
         DEFAULT_PROVIDERS["appconfig"].clear_cache()
         stub.add_response(
             "get_latest_configuration",
-            _configuration(None, "token-4"),
+            configuration(None, "token-4"),
             {"ConfigurationToken": "token-3"},
         )
         assert source.current() is good
         stub.assert_no_pending_responses()
     assert rejections == [f"{WHERE}: duplicate key 'tenants'"]
+
+
+# --- After a SnapStart restore ---------------------------------------------------------
+
+
+def test_renew_fetches_at_once_though_a_failed_fetch_had_set_a_wait(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    source.current()
+    fetch.error = parameters.GetParameterError("Could not connect to the endpoint URL")
+    source.current()  # fails: the next attempt waits 45 s of the snapshot's clock
+    fetch.error = None
+    fetch.document = _rules(6)
+    calls = fetch.calls
+    source.renew()  # the restored environment's clock is not the snapshot's
+    assert fetch.calls == calls + 1
+    assert _history_days(source.current()) == 6
+
+
+def test_renew_with_appconfig_down_keeps_the_last_good_rules_and_says_why(rejections, clock):
+    fetch = FakeAppConfig(_rules(14))
+    source = _appconfig_source(fetch, rejections, clock)
+    good = source.current()
+    fetch.error = parameters.GetParameterError("Could not connect to the endpoint URL")
+    source.renew()  # a restore hook that raised would fail the restore
+    assert source.current() is good
+    assert rejections == [
+        f"{WHERE}: cannot be fetched: GetParameterError: Could not connect to the endpoint URL"
+    ]
+
+
+@pytest.mark.usefixtures("aws_environment")
+def test_after_a_restore_a_new_appconfig_session_serves_the_rules_deployed_since(
+    monkeypatch, rejections
+):
+    # The snapshot: a session started, the rules fetched, the next token kept.
+    stub, source = _stubbed_app_config(monkeypatch, rejections)
+    with stub:
+        assert _history_days(source.current()) == 14
+    # Restored days later: the snapshot's token has expired (it lives 24 hours), its
+    # cached document with it; a new session must start, and it sees today's rules.
+    stub.add_client_error("get_latest_configuration", "BadRequestException", "Token expired")
+    restored_client = boto3.client("appconfigdata")
+    restored = Stubber(restored_client)
+    expect_session(restored, "token-9")
+    expect_configuration(restored, _rules(6), "token-9", "token-10")
+    monkeypatch.setattr(
+        appconfig_provider,
+        "AppConfigProvider",
+        functools.partial(parameters.AppConfigProvider, boto3_client=restored_client),
+    )
+    with stub, restored:
+        source.renew()
+        assert _history_days(source.current()) == 6
+        restored.assert_no_pending_responses()
+    assert rejections == []

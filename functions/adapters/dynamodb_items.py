@@ -1,0 +1,274 @@
+"""The conversation table's items: their keys, and their codecs to and from the domain.
+
+Single-table layout, every key prefixed by the tenant:
+
+| item | PK | SK |
+| --- | --- | --- |
+| turn | `TENANT#t#CONTACT#c` | `TURN#<sentAt>#<recordedAt>#<turnId>` |
+| message-id marker | same | `MSGID#<turnId>` |
+| memory as a compaction wrote it | same | `FOLD#<compaction version>` |
+| conversation state | same | `TURN#~STATE` |
+
+The state's sort key sorts after every turn (`~` follows the digits), so one
+newest-first Query reads the state and the newest turns of the history range
+together. Items are in the low-level client's shape, (de)serialised here by
+hand, because content travels as one JSON string attribute: DynamoDB's own map
+encoding would turn numbers inside tool inputs into Decimals and cost more to decode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from adapters.conversation_store import (
+    RecordedTurn,
+    StoredTurn,
+    content_digest,
+    format_instant,
+    parse_instant,
+)
+from memory_core.conversation import ConversationState, Fold, LateTurn
+from memory_core.history_range import is_expired
+from memory_core.stable_window import StableEdge
+from memory_core.turn_cap import Streak
+from memory_core.turns import Turn, TurnPosition
+from memory_core.usage import TokenUsage
+
+STATE_SK = "TURN#~STATE"
+TURN_PREFIX = "TURN#"
+MARKER_PREFIX = "MSGID#"
+FOLD_PREFIX = "FOLD#"
+FOLD_VERSION_DIGITS = 12
+"""Fixed width, so the memory items sort by version."""
+TTL_ATTRIBUTE = "expiresAt"
+USAGE_ATTRIBUTE = "usage"
+"""A reply's turn item: the model's token usage, as reported with it."""
+TURNS_END = TURN_PREFIX + "~"
+"""Sorts after every turn key and before the state's (`TURN#~STATE`)."""
+
+Item = dict[str, dict[str, Any]]
+
+
+# -- keys ----------------------------------------------------------------------------
+
+
+def item_key(partition: str, sort_key: str) -> Item:
+    return {"PK": {"S": partition}, "SK": {"S": sort_key}}
+
+
+def turn_sort_key(position: TurnPosition) -> str:
+    """Sorts as the positions do: fixed-width instants, then the id."""
+    sent, recorded = format_instant(position.sent_at), format_instant(position.recorded_at)
+    return f"{TURN_PREFIX}{sent}#{recorded}#{position.turn_id}"
+
+
+def position_of(sort_key: str) -> TurnPosition:
+    sent, recorded, turn_id = sort_key.removeprefix(TURN_PREFIX).split("#", 2)
+    return TurnPosition(parse_instant(sent), parse_instant(recorded), turn_id)
+
+
+def marker_sort_key(turn_id: str) -> str:
+    return MARKER_PREFIX + turn_id
+
+
+def fold_sort_key(version: int) -> str:
+    return f"{FOLD_PREFIX}{version:0{FOLD_VERSION_DIGITS}d}"
+
+
+# -- turns ---------------------------------------------------------------------------
+
+
+def turn_item(partition: str, turn: Turn, *, encoded: str, tokens: int, ttl: int) -> Item:
+    """The turn as stored; `encoded` is its content as one JSON string."""
+    return {
+        **item_key(partition, turn_sort_key(turn.position)),
+        "turnId": {"S": turn.id},
+        "role": {"S": turn.role},
+        "sentAt": {"S": format_instant(turn.sent_at)},
+        "content": {"S": encoded},
+        "tokens": {"N": str(tokens)},
+        TTL_ATTRIBUTE: {"N": str(ttl)},
+    }
+
+
+def turn_from(item: Mapping[str, Any]) -> Turn:
+    position = position_of(item["SK"]["S"])
+    return Turn(
+        id=item["turnId"]["S"],
+        role=item["role"]["S"],
+        content=json.loads(item["content"]["S"]),
+        sent_at=position.sent_at,
+        recorded_at=position.recorded_at,
+    )
+
+
+def stored_from(item: Mapping[str, Any], now: datetime) -> StoredTurn:
+    expired = is_expired(int(item[TTL_ATTRIBUTE]["N"]), now)
+    usage = item.get(USAGE_ATTRIBUTE)
+    return StoredTurn(
+        turn_from(item),
+        _number(item, "tokens"),
+        expired,
+        usage=_usage_from(usage["M"]) if usage else None,
+    )
+
+
+def usage_attribute(usage: TokenUsage | None) -> Item:
+    """The turn item's `usage`: the fields the model reported, as numbers."""
+    if usage is None:
+        return {}
+    reported = {name: {"N": str(value)} for name, value in usage.as_json().items()}
+    return {USAGE_ATTRIBUTE: {"M": reported}}
+
+
+def _usage_from(reported: Mapping[str, Any]) -> TokenUsage:
+    return TokenUsage.from_json({name: value["N"] for name, value in reported.items()})
+
+
+# -- message-id markers --------------------------------------------------------------
+
+
+def marker_item(partition: str, turn: Turn, *, ttl: int) -> Item:
+    """What identifies the message id's first recording: where its turn is, and its digest."""
+    return {
+        **item_key(partition, marker_sort_key(turn.id)),
+        "turnSk": {"S": turn_sort_key(turn.position)},
+        "role": {"S": turn.role},
+        "digest": {"S": content_digest(turn.role, list(turn.content))},
+        TTL_ATTRIBUTE: {"N": str(ttl)},
+    }
+
+
+def marker_answer(
+    turn_count: int,
+    decision: str,
+    dropped: int | None,
+    memory_version: int,
+    window_from: TurnPosition | None,
+) -> Item:
+    """What a converse answered, kept with the message id so that a retry gets the same."""
+    extra: Item = {
+        "turnCount": {"N": str(turn_count)},
+        "decision": {"S": decision},
+        "memoryVersion": {"N": str(memory_version)},
+    }
+    if dropped is not None:
+        extra["dropped"] = {"N": str(dropped)}
+    if window_from is not None:
+        extra["windowFrom"] = {"S": turn_sort_key(window_from)}
+    return extra
+
+
+def marker_from(item: Mapping[str, Any]) -> RecordedTurn:
+    decision = item.get("decision")
+    return RecordedTurn(
+        position=position_of(item["turnSk"]["S"]),
+        role=item["role"]["S"],
+        digest=item["digest"]["S"],
+        turn_count=_number(item, "turnCount") if "turnCount" in item else None,
+        decision=decision["S"] if decision else None,
+        dropped=_number(item, "dropped") if "dropped" in item else None,
+        memory_version=_number(item, "memoryVersion") if "memoryVersion" in item else None,
+        window_from=_position(item, "windowFrom"),
+    )
+
+
+# -- the conversation state and its memory -------------------------------------------
+
+
+def state_from(item: Mapping[str, Any]) -> ConversationState:
+    lease = item.get("leaseUntil")
+    recent = item.get("recentContact", {}).get("L", [])
+    return ConversationState(
+        version=_number(item, "version"),
+        streak=Streak(_number(item, "streakCount"), _instant(item, "lastContactAt")),
+        recent_contact=tuple(parse_instant(value["S"]) for value in recent),
+        unfolded_tokens=max(0, _number(item, "unfoldedTokens")),
+        unfolded_turns=max(0, _number(item, "unfoldedTurns")),
+        lease_until=datetime.fromtimestamp(int(lease["N"]), UTC) if lease else None,
+        fold=fold_from(item),
+        watermark=_position(item, "foldWatermark"),
+        folding_through=_position(item, "foldingThrough"),
+        late_turns=tuple(_late_turn(v["M"]) for v in item.get("lateTurns", {}).get("L", [])),
+        compaction_version=_number(item, "foldVersion"),
+        turns_recorded=_number(item, "turnsRecorded"),
+        stable_edge=_stable_edge_from(item),
+    )
+
+
+def _late_turn(entry: Mapping[str, Any]) -> LateTurn:
+    return LateTurn(position_of(entry["sk"]["S"]), int(entry["tokens"]["N"]))
+
+
+def fold_item(partition: str, fold: Fold, *, ttl: int) -> Item:
+    """The memory a compaction wrote, kept as its own item under its version."""
+    return {
+        **item_key(partition, fold_sort_key(fold.version)),
+        "foldSummary": {"S": fold.summary},
+        "foldCoversFrom": {"S": format_instant(fold.covers_from)},
+        "foldCoversUntil": {"S": format_instant(fold.covers_until)},
+        "turnsFolded": {"N": str(fold.turns_folded)},
+        "foldSummaryVersion": {"N": str(fold.version)},
+        TTL_ATTRIBUTE: {"N": str(ttl)},
+    }
+
+
+def fold_from(item: Mapping[str, Any]) -> Fold | None:
+    """The fold in a state item or a memory item (the two use the same attributes)."""
+    if "foldSummary" not in item:
+        return None
+    covers_from = _instant(item, "foldCoversFrom")
+    covers_until = _instant(item, "foldCoversUntil")
+    # The compactor writes the covered range with the summary, always.
+    assert covers_from is not None
+    assert covers_until is not None
+    return Fold(
+        summary=item["foldSummary"]["S"],
+        covers_from=covers_from,
+        covers_until=covers_until,
+        turns_folded=_number(item, "turnsFolded"),
+        # A summary written before versions were kept: the state's compaction version.
+        version=_number(item, "foldSummaryVersion", _number(item, "foldVersion")),
+    )
+
+
+def stable_edge_update(edge: StableEdge | None, sets: list[str], values: Item) -> str:
+    """The edge's attributes SET into `sets` and `values`; or the REMOVE clause clearing them."""
+    if edge is None:
+        return " REMOVE windowEdge, windowMemory, windowWatermark"
+    sets += ["windowEdge = :window_edge", "windowMemory = :window_memory"]
+    values[":window_edge"] = {"S": turn_sort_key(edge.oldest)}
+    values[":window_memory"] = {"N": str(edge.memory_version)}
+    if edge.watermark is None:
+        return " REMOVE windowWatermark"
+    sets.append("windowWatermark = :window_watermark")
+    values[":window_watermark"] = {"S": turn_sort_key(edge.watermark)}
+    return ""
+
+
+def _stable_edge_from(item: Mapping[str, Any]) -> StableEdge | None:
+    oldest = _position(item, "windowEdge")
+    if oldest is None:
+        return None
+    return StableEdge(oldest, _number(item, "windowMemory"), _position(item, "windowWatermark"))
+
+
+# -- attributes ----------------------------------------------------------------------
+
+
+def _number(item: Mapping[str, Any], name: str, default: int = 0) -> int:
+    value = item.get(name)
+    return int(value["N"]) if value else default
+
+
+def _instant(item: Mapping[str, Any], name: str) -> datetime | None:
+    value = item.get(name)
+    return parse_instant(value["S"]) if value else None
+
+
+def _position(item: Mapping[str, Any], name: str) -> TurnPosition | None:
+    value = item.get(name)
+    return position_of(value["S"]) if value else None

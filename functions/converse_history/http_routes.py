@@ -1,0 +1,174 @@
+"""The HTTP API's routes: parse, call the service, shape the answer.
+
+Powertools validates each request against the route's annotations and builds
+the OpenAPI document from them. A refusal raised anywhere (`ApiError`, or a
+body pydantic refused) is answered in the API's error shape; a fault that
+outlived the retries is logged and answered 500, never with its traceback.
+"""
+
+# No `from __future__ import annotations` here: Powertools reads the route
+# functions' annotations at runtime to validate requests and build the OpenAPI.
+import json
+from collections.abc import Callable
+from typing import Annotated
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from converse_history.api_models import (
+    CONTACT_ID_PATTERN,
+    ConverseRequest,
+    ConverseResponse,
+    HealthResponse,
+    MemoryResponse,
+    RecordTurnRequest,
+    RecordTurnResponse,
+)
+from converse_history.errors import ApiError, invalid_request, not_found
+from converse_history.incoming import incoming, reported_usage
+from converse_history.openapi_document import answers, openapi_document
+from converse_history.proxy_event import allowed_methods
+from converse_history.service import Caller, ConverseService
+from memory_core.rules import TENANT_ID_PATTERN
+from memory_core.strict_json import strict_loads
+
+BASE = "/v1/tenants/<tenant_id>/contacts/<contact_id>"
+TenantId = Annotated[
+    str, Path(pattern=TENANT_ID_PATTERN, description="the tenant, as in the rules")
+]
+ContactId = Annotated[str, Path(pattern=CONTACT_ID_PATTERN, description="the contact")]
+
+
+def build_resolver(
+    service: ConverseService, *, identity_required: bool, logger: Logger
+) -> APIGatewayRestResolver:
+    # Powertools answers a `JSONDecodeError` from the deserializer with a 400 (`invalid_request`);
+    # strict_loads raises nothing else, and refuses what Python's parser lets through:
+    # NaN, 1e400, a 5,000-digit integer, a body nested past the recursion limit, a key
+    # given twice (Python keeps the last: `{"text": "a", "text": "b"}` would be "b").
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_loads)
+
+    def caller() -> Caller:
+        identity = app.current_event.request_context.identity
+        return Caller(arn=identity.user_arn, identity_required=identity_required)
+
+    _conversation_routes(app, service, caller)
+    _service_routes(app)
+    _error_answers(app, logger)
+    return app
+
+
+def _conversation_routes(
+    app: APIGatewayRestResolver, service: ConverseService, caller: Callable[[], Caller]
+) -> None:
+    @app.post(
+        f"{BASE}/converse",
+        responses=answers(
+            200, "the decision and the bounded history", 400, 403, 404, 409, 413, 415, 422, 429
+        ),
+        summary="record the contact's message, get the history",
+    )
+    def converse(
+        tenant_id: TenantId, contact_id: ContactId, body: ConverseRequest
+    ) -> ConverseResponse:
+        message = incoming(body.message, "user")
+        return ConverseResponse.model_validate(
+            service.converse(tenant_id, contact_id, message, caller())
+        )
+
+    @app.post(
+        f"{BASE}/turns",
+        status_code=201,
+        responses=answers(201, "the turn as recorded", 400, 403, 404, 409, 413, 415, 422),
+        summary="record a reply",
+    )
+    def record_turn(
+        tenant_id: TenantId, contact_id: ContactId, body: RecordTurnRequest
+    ) -> RecordTurnResponse:
+        reply, usage = incoming(body, body.role), reported_usage(body)
+        return RecordTurnResponse.model_validate(
+            service.record(tenant_id, contact_id, reply, caller(), usage=usage)
+        )
+
+    @app.get(
+        f"{BASE}/memory",
+        responses=answers(
+            200,
+            "the fold and the counters",
+            400,
+            403,
+            404,
+            e404="unknown tenant, or nothing recorded for the contact",
+        ),
+        summary="the fold and the counters",
+    )
+    def read_memory(tenant_id: TenantId, contact_id: ContactId) -> MemoryResponse:
+        result = service.memory(tenant_id, contact_id, caller())
+        if result is None:
+            raise not_found(f"nothing recorded for contact {contact_id!r}")
+        return MemoryResponse.model_validate(result)
+
+
+def _service_routes(app: APIGatewayRestResolver) -> None:
+    @app.get("/health", summary="liveness")
+    def health() -> HealthResponse:
+        return HealthResponse(status="ok")
+
+    # Not in the document: HTTP's HEAD is its GET without the body, and schemathesis would
+    # hold the empty answer to the GET's schema.
+    @app.head("/health", include_in_schema=False)
+    def health_head() -> Response[str]:
+        """`GET /health` without its body, for load balancers and uptime checks."""
+        return Response(200, content_types.APPLICATION_JSON, "")
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi() -> Response[str]:
+        return Response(200, content_types.APPLICATION_JSON, openapi_document(app))
+
+
+def _error_answers(app: APIGatewayRestResolver, logger: Logger) -> None:
+    @app.not_found
+    def no_route(_: Exception) -> Response[str]:
+        """404 for a path no route has; 405 with `Allow` for a path routed for other methods."""
+        event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if not allowed:
+            return error_response(
+                ApiError(404, "not_found", f"no route for {event.http_method} {event.path}")
+            )
+        return error_response(
+            ApiError(
+                405,
+                "method_not_allowed",
+                f"{event.http_method} is not allowed on {event.path}; use {', '.join(allowed)}",
+                headers={"Allow": ", ".join(allowed)},
+            )
+        )
+
+    @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
+    def refused(error: ApiError) -> Response[str]:
+        return error_response(error)
+
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+    def invalid(error: RequestValidationError) -> Response[str]:
+        return error_response(invalid_request(error.errors()))
+
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+    def failed(error: Exception) -> Response[str]:
+        # Not bad input (that is a 4xx above) but a fault that outlived the retries:
+        # logged with its traceback, answered in the API's error shape, never with it.
+        logger.exception("request_failed", extra={"error": type(error).__name__})
+        return error_response(
+            ApiError(500, "internal_error", "the request failed; retry with the same message id")
+        )
+
+
+def error_response(error: ApiError) -> Response[str]:
+    return Response(
+        error.status,
+        content_types.APPLICATION_JSON,
+        json.dumps(error.body()),
+        headers=error.headers or None,
+    )
