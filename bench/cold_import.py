@@ -4,8 +4,9 @@ Each sample is a fresh interpreter (`python -c`), the two kinds alternating
 (the order swapping every round), timed inside the child around the import
 alone, so the interpreter's own start-up is in neither. The handler's import
 is everything it builds there: the settings and the environment checked, the
-rules read, the Powertools objects, both botocore clients, the resolver and
-its routes, the OpenAPI document. The child then makes its first converse
+rules read, the Powertools objects, the DynamoDB client, the resolver and its
+routes (the SQS client, the OpenAPI document and the workflow's protocol wait
+for their first use). The child then makes its first converse
 call (and a second), as API Gateway would send it, against a moto server
 this process runs (`local/emulator.py`), so that work moved from the import
 to the first call is still counted.
@@ -107,7 +108,7 @@ stage("import Powertools event handler and its OpenAPI models")
 import memory_core.settings, memory_core.rules, memory_core.window
 import adapters.dynamodb_store, adapters.rules_source, adapters.compaction_queue
 import converse_history.api_models, converse_history.service, converse_history.telemetry
-import converse_history.http_routes, converse_history.direct_invocation
+import converse_history.http_routes, converse_history.proxy_event
 stage("import the project's modules (domain, adapters, API models)")
 
 inside = {}
@@ -123,7 +124,7 @@ def timed(owner, name, label):
 
 import adapters.rules_source as rules_source
 import memory_core.settings as settings
-timed(boto3, "client", "botocore clients (dynamodb, sqs)")
+timed(boto3, "client", "botocore client (dynamodb; sqs is made by the first compaction request)")
 # Built on the first GET /openapi.json; still timed, so that a document built at import shows.
 timed(APIGatewayRestResolver, "get_openapi_json_schema", "OpenAPI document")
 timed(rules_source.FileRulesSource, "__init__", "rules file read and validated")
@@ -194,7 +195,7 @@ def warm_up(environment: dict[str, str]) -> None:
     run_child(HANDLER_CHILD, {**environment, "BENCH_EVENTS": "[]"})
 
 
-def run(runs: int = 11) -> dict[str, Any]:
+def run(runs: int = 21) -> dict[str, Any]:
     # The emulation's access log (one line per AWS call) is not the benchmark's output.
     access_log = logging.getLogger("werkzeug")
     level = access_log.level
