@@ -1,7 +1,7 @@
 """The direct invocation protocol: the Step Functions workflow calls the Lambda, not the API.
 
-An event with an `action` (`converse` or `record`) names the tenant and the
-contact itself and carries the message as the API's body would. No caller
+An event with an `action` (`converse`, `record` or `memory`) names the tenant
+and the contact itself and carries the message as the API's body would. No caller
 identity is checked: only principals allowed to invoke the function reach it.
 A refusal is answered as the API's error body with its `statusCode`, so the
 workflow can route on it.
@@ -21,7 +21,7 @@ from converse_history.api_models import (
     ConverseRequest,
     RecordTurnRequest,
 )
-from converse_history.errors import ApiError, invalid, invalid_request
+from converse_history.errors import ApiError, invalid, invalid_request, not_found
 from converse_history.incoming import incoming, reported_usage
 from converse_history.service import Caller, ConverseService, Incoming
 from converse_history.telemetry import PowertoolsTelemetry
@@ -58,7 +58,9 @@ class DirectInvocation:
                 return self._for_the_workflow(tenant_id, contact_id, message, event)
             if action == "record":
                 return self._record(tenant_id, contact_id, event)
-            raise invalid(ACTION, "must be 'converse' or 'record'")
+            if action == "memory":
+                return self._memory(tenant_id, contact_id)
+            raise invalid(ACTION, "must be 'converse', 'record' or 'memory'")
         except ValidationError as error:
             api_error = invalid_request(error.errors())
             return {**api_error.body(), "statusCode": api_error.status}
@@ -77,6 +79,13 @@ class DirectInvocation:
         usage = reported_usage(body) or model_usage
         reply = incoming(body, body.role)
         return self._service.record(tenant_id, contact_id, reply, _INVOKER, usage=usage)
+
+    def _memory(self, tenant_id: str, contact_id: str) -> dict[str, Any]:
+        """The fold and the counters, as `GET .../memory` answers them (404 when none)."""
+        answer = self._service.memory(tenant_id, contact_id, _INVOKER)
+        if answer is None:
+            raise not_found(f"nothing recorded for contact {contact_id!r}")
+        return answer
 
     def _for_the_workflow(
         self, tenant_id: str, contact_id: str, message: Incoming, event: dict[str, Any]

@@ -1,0 +1,261 @@
+"""`MemoryClient`: converse, record and memory, over the HTTP API or the Lambda, with retries.
+
+A call is tried up to `max_attempts` times while the service throttles or
+fails (a 5xx, API Gateway's own 429, Lambda's throttling, a lost connection),
+sleeping an exponentially growing, jittered delay between attempts. A refusal
+(any other 4xx, our own `rate_limited` 429 included) is raised at once: trying
+the same request again would be refused again.
+
+Every retry is safe because a message's id is drawn once per call, before the
+first attempt: when an attempt committed but its answer was lost, the next
+attempt replays the same id and the service answers what it recorded then,
+storing nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import botocore.session
+
+from conversation_memory_client.errors import (
+    ServiceUnavailable,
+    error_code_and_message,
+    error_for,
+)
+from conversation_memory_client.results import ConverseResult, MemoryView, RecordedTurn
+from conversation_memory_client.transports import (
+    Answer,
+    Call,
+    HttpTransport,
+    LambdaTransport,
+    TransientFailure,
+    Transport,
+    region_of_api,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_ATTEMPTS = 4
+BASE_DELAY_SECONDS = 0.25
+"""The first retry waits up to this; each later one up to twice the one before."""
+MAX_DELAY_SECONDS = 8.0
+"""No wait is longer, whatever the attempt or the gateway's `Retry-After`."""
+
+Sleep = Callable[[float], None]
+
+
+def new_message_id() -> str:
+    """A fresh message id (a UUID, as the Step Functions workflow draws its own)."""
+    return str(uuid.uuid4())
+
+
+class MemoryClient:
+    """The conversation-memory service for one agent: `converse`, `record`, `memory`.
+
+    Make one with `over_http` (the API, SigV4-signed) or `over_lambda` (the
+    function invoked directly); both answer the same values and raise the same
+    exceptions (`conversation_memory_client.errors`). A client is safe to share
+    between threads.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        sleep: Sleep = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        draw_message_id: Callable[[], str] = new_message_id,
+    ) -> None:
+        """`sleep` waits between attempts and `jitter` draws in [0, 1): both injectable,
+        so tests neither wait nor depend on chance."""
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self._transport = transport
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+        self._jitter = jitter
+        self._draw_message_id = draw_message_id
+
+    @classmethod
+    def over_http(
+        cls,
+        api_url: str,
+        *,
+        region: str | None = None,
+        session: botocore.session.Session | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        timeout_seconds: float = 10.0,
+        sleep: Sleep = time.sleep,
+        http_session: Any | None = None,
+    ) -> MemoryClient:
+        """A client of the HTTP API at `api_url` (the stack's `ApiUrl`, stage included).
+
+        The region is `region`, else the one in an `execute-api` URL (the API's
+        own, which the signature must name), else the session's. Credentials
+        come from the session's standard chain.
+        `http_session` replaces botocore's `URLLib3Session` (anything with its
+        `send(prepared_request)`), e.g. to set proxies or to observe requests.
+        """
+        session = session or botocore.session.Session()
+        region = region or region_of_api(api_url) or session.get_config_variable("region")
+        if not region:
+            raise ValueError("no region: pass region=..., or set AWS_REGION or a profile's region")
+        transport = HttpTransport(
+            api_url,
+            region=region,
+            session=session,
+            timeout_seconds=timeout_seconds,
+            http_session=http_session,
+        )
+        return cls(transport, max_attempts=max_attempts, sleep=sleep)
+
+    @classmethod
+    def over_lambda(
+        cls,
+        function_name: str,
+        *,
+        region: str | None = None,
+        session: botocore.session.Session | None = None,
+        lambda_client: Any | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        sleep: Sleep = time.sleep,
+    ) -> MemoryClient:
+        """A client that invokes the converse-history function (a name, ARN or `name:alias`).
+
+        `lambda_client` is any botocore Lambda client (with its own config), or a
+        stand-in with `invoke(FunctionName=..., Payload=...)`; without one, a client
+        is made from the session with botocore's own retries off (this client's
+        policy retries instead).
+        """
+        if lambda_client is not None:
+            transport = LambdaTransport(function_name, lambda_client)
+        else:
+            transport = LambdaTransport.with_a_new_client(
+                function_name, region=region, session=session or botocore.session.Session()
+            )
+        return cls(transport, max_attempts=max_attempts, sleep=sleep)
+
+    def converse(
+        self,
+        tenant_id: str,
+        contact_id: str,
+        text: str | None = None,
+        *,
+        content: list[dict[str, Any]] | None = None,
+        message_id: str | None = None,
+        sent_at: datetime | None = None,
+    ) -> ConverseResult:
+        """Record the contact's message (`text`, or Converse `content` blocks) and get the
+        decision with the bounded history, ready for Bedrock Converse."""
+        message_id = message_id or self._draw_message_id()
+        message = _message(message_id, text, content, sent_at)
+        answer = self._call(Call("converse", tenant_id, contact_id, {"message": message}))
+        return ConverseResult.from_api(answer, message_id)
+
+    def record(
+        self,
+        tenant_id: str,
+        contact_id: str,
+        *,
+        role: Literal["assistant", "user"],
+        text: str | None = None,
+        content: list[dict[str, Any]] | None = None,
+        message_id: str | None = None,
+        sent_at: datetime | None = None,
+        usage: dict[str, int] | None = None,
+    ) -> RecordedTurn:
+        """Record a turn: the agent's reply (`assistant`: text, or content with toolUse
+        blocks; `usage` as Bedrock reported it), or the tool results it returns (`user`:
+        toolResult blocks only; the contact's own messages go to `converse`)."""
+        turn: dict[str, Any] = {
+            "role": role,
+            **_message(message_id or self._draw_message_id(), text, content, sent_at),
+        }
+        if usage is not None:
+            turn["usage"] = usage
+        return RecordedTurn.from_api(self._call(Call("record", tenant_id, contact_id, turn)))
+
+    def memory(self, tenant_id: str, contact_id: str) -> MemoryView:
+        """The contact's fold and counters; `NotFound` when nothing was recorded for it."""
+        return MemoryView.from_api(self._call(Call("memory", tenant_id, contact_id)))
+
+    def _call(self, call: Call) -> dict[str, Any]:
+        """The call's answer body, after up to `max_attempts` tries; or the refusal, raised."""
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                answer = self._transport.send(call)
+            except TransientFailure as failure:
+                if attempt == self._max_attempts:
+                    raise ServiceUnavailable(
+                        failure.status, failure.code, failure.message
+                    ) from failure
+                self._back_off(call, attempt, failure.code, retry_after=None)
+                continue
+            if answer.succeeded:
+                return dict(answer.body or {})
+            if not _worth_retrying(answer):
+                raise error_for(answer.status, answer.body, answer.retry_after)
+            if attempt == self._max_attempts:
+                code, message = error_code_and_message(answer.status, answer.body)
+                raise ServiceUnavailable(answer.status, code, message)
+            self._back_off(call, attempt, f"HTTP {answer.status}", retry_after=answer.retry_after)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _back_off(self, call: Call, attempt: int, why: str, *, retry_after: str | None) -> None:
+        """Full jitter: a uniform wait up to a ceiling that doubles with each attempt,
+        so clients throttled together do not come back together."""
+        ceiling = min(MAX_DELAY_SECONDS, BASE_DELAY_SECONDS * 2 ** (attempt - 1))
+        delay = self._jitter() * ceiling
+        if retry_after is not None and retry_after.strip().isdigit():
+            delay = min(MAX_DELAY_SECONDS, max(delay, float(retry_after.strip())))
+        logger.info(
+            "conversation-memory %s: %s; retry %d of %d in %.2f s",
+            call.action,
+            why,
+            attempt,
+            self._max_attempts - 1,
+            delay,
+        )
+        self._sleep(delay)
+
+
+def _worth_retrying(answer: Answer) -> bool:
+    """A 5xx, or a 429 that is not the service's own `rate_limited` (API Gateway's throttle)."""
+    if answer.status >= 500:
+        return True
+    code, _ = error_code_and_message(answer.status, answer.body)
+    return answer.status == 429 and code != "rate_limited"
+
+
+def _message(
+    message_id: str,
+    text: str | None,
+    content: list[dict[str, Any]] | None,
+    sent_at: datetime | None,
+) -> dict[str, Any]:
+    """A message body: its id, exactly one of text and content, and `sentAt` if given."""
+    if (text is None) == (content is None):
+        raise ValueError("give exactly one of text and content")
+    message: dict[str, Any] = {"id": message_id}
+    if text is not None:
+        message["text"] = text
+    else:
+        message["content"] = content
+    if sent_at is not None:
+        message["sentAt"] = _rfc_3339(sent_at)
+    return message
+
+
+def _rfc_3339(instant: datetime) -> str:
+    """In UTC with a `Z`; a naive datetime is refused rather than guessed at."""
+    if instant.utcoffset() is None:
+        raise ValueError("sent_at must carry a timezone, e.g. datetime.now(UTC)")
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,143 @@
+"""What the service answers, as typed values; each keeps the answer's JSON as `raw`.
+
+The field names are the API's, in Python's spelling (`turnCount` is
+`turn_count`). Only what an agent acts on is lifted out; the rest (the
+`history` and `current` of a converse answer) stays in `raw`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Window:
+    """How the history was bounded: turns kept, dropped, trimmed; repairs made for Converse."""
+
+    kept: int
+    dropped: int
+    trimmed: int
+    repaired: int
+    estimated_tokens: int
+
+    @classmethod
+    def from_api(cls, window: dict[str, Any]) -> Window:
+        """From the answer's `window` object."""
+        return cls(
+            kept=int(window["kept"]),
+            dropped=int(window["dropped"]),
+            trimmed=int(window["trimmed"]),
+            repaired=int(window["repaired"]),
+            estimated_tokens=int(window["estimatedTokens"]),
+        )
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The fold: a summary of the older conversation and the turns it covers."""
+
+    summary: str
+    covers_from: str
+    covers_until: str
+    turns_folded: int
+
+    @classmethod
+    def from_api(cls, memory: dict[str, Any]) -> Memory:
+        """From the answer's `memory` object."""
+        return cls(
+            summary=str(memory["summary"]),
+            covers_from=str(memory["coversFrom"]),
+            covers_until=str(memory["coversUntil"]),
+            turns_folded=int(memory["turnsFolded"]),
+        )
+
+
+@dataclass(frozen=True)
+class ConverseResult:
+    """The answer to a contact's message: run the model (`converse`), or escalate.
+
+    `converse` is the API's fragment as it came, `{"system": [...], "messages": [...]}`,
+    ready for `bedrock_runtime.converse(modelId=..., **result.converse)`; it may be
+    absent on `escalate`. `message_id` is the id the message was recorded under
+    (the caller's, or the one the client drew).
+    """
+
+    decision: Literal["model", "escalate"]
+    reason: str | None
+    turn_count: int
+    message_id: str
+    converse: dict[str, Any] | None
+    window: Window | None
+    memory: Memory | None
+    raw: dict[str, Any]
+
+    @property
+    def escalated(self) -> bool:
+        """Whether the model must not run: the message goes to a person."""
+        return self.decision == "escalate"
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any], message_id: str) -> ConverseResult:
+        """From the converse answer (the same JSON over HTTP and over Lambda)."""
+        decision = answer["decision"]
+        if decision not in ("model", "escalate"):
+            raise ValueError(f"unexpected decision {decision!r} in the service's answer")
+        window, memory = answer.get("window"), answer.get("memory")
+        return cls(
+            decision="model" if decision == "model" else "escalate",
+            reason=answer.get("reason"),
+            turn_count=int(answer["turnCount"]),
+            message_id=message_id,
+            converse=answer.get("converse"),
+            window=Window.from_api(window) if window else None,
+            memory=Memory.from_api(memory) if memory else None,
+            raw=answer,
+        )
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """A turn as recorded: its id (a replay answers the first recording), role, `sentAt`
+    and content blocks."""
+
+    id: str
+    role: str
+    raw: dict[str, Any]
+    sent_at: str = ""
+    content: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any]) -> RecordedTurn:
+        """From the record answer, `{"turn": {...}}`; `raw` is the whole answer."""
+        turn = answer["turn"]
+        return cls(
+            id=str(turn["id"]),
+            role=str(turn["role"]),
+            raw=answer,
+            sent_at=str(turn.get("sentAt", "")),
+            content=list(turn.get("content", [])),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """The contact's fold (None until one is made, or once it is out of range) and counters.
+
+    `counters` are as the API names them: `turnCount`, `unfoldedTokens`,
+    `unfoldedTurns`, `turnsRecorded`, `lateTurns`, `compactionInFlight`.
+    """
+
+    memory: Memory | None
+    counters: dict[str, Any]
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any]) -> MemoryView:
+        """From the memory answer."""
+        memory = answer.get("memory")
+        return cls(
+            memory=Memory.from_api(memory) if memory else None,
+            counters=dict(answer.get("counters") or {}),
+            raw=answer,
+        )

@@ -1,0 +1,281 @@
+"""The service as a Strands Agents agent's memory: `ServiceMemory`, its conversation manager.
+
+```python
+from strands import Agent
+from conversation_memory_client import MemoryClient
+from conversation_memory_client.strands import Escalated, ServiceMemory
+
+client = MemoryClient.over_http("https://memory.example.com")
+agent = Agent(
+    system_prompt=[{"text": AGENT_PROMPT}, {"cachePoint": {"type": "default"}}],
+    tools=[get_order],
+    conversation_manager=ServiceMemory(client, tenant_id="acme", contact_id="c-42"),
+)
+try:
+    reply = agent("Where is my order?")
+except Escalated as escalation:
+    hand_over_to_a_person(escalation.reason, escalation.turn_count)
+```
+
+Each invocation with a new user message calls `converse` once, before anything
+is added to the agent's history. The model then sees the service's window
+(`converse["messages"]`, the new message last), followed by what this invocation
+adds (its tool calls and their results), and the agent's own system prompt followed
+by the service's `converse["system"]` (the memory): the agent's prompt is the
+stable prefix Bedrock can cache. Every reply, tool call and tool result is recorded
+with `record` as Strands adds it. An `escalate` decision raises `Escalated` out of
+the call: no model runs.
+
+An invocation with no new message (`agent()` with no prompt, or the answer to an
+interrupt) goes on from the history the agent holds and records what it adds.
+`agent.structured_output(...)` passes no message through the invocation's hooks;
+ask for structured output with `agent(prompt, structured_output_model=...)`.
+
+One `ServiceMemory` holds one conversation and serves one agent at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from strands.agent.conversation_manager import ConversationManager
+from strands.hooks import (
+    AfterInvocationEvent,
+    BeforeInvocationEvent,
+    HookOrder,
+    HookRegistry,
+    MessageAddedEvent,
+)
+from strands.types.content import Message, Messages, SystemContentBlock
+
+from conversation_memory_client.client import MemoryClient
+from conversation_memory_client.results import ConverseResult
+
+if TYPE_CHECKING:
+    from strands.agent.agent import Agent
+
+__all__ = ["Escalated", "ServiceMemory"]
+
+# What the service stores of a usage report: Bedrock's counters, nothing else.
+_USAGE_KEYS = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cacheReadInputTokens",
+    "cacheWriteInputTokens",
+)
+
+
+class Escalated(Exception):
+    """The service decided `escalate`: the message goes to a person, and no model ran.
+
+    Raised out of `agent(...)` (and `invoke_async`, `stream_async`). The message is
+    recorded; the agent's history is as it was before the call.
+    """
+
+    def __init__(self, result: ConverseResult) -> None:
+        self.reason = result.reason or "escalate"
+        self.turn_count = result.turn_count
+        self.result = result
+        super().__init__(f"escalated ({self.reason}) at turn {self.turn_count}")
+
+
+class ServiceMemory(ConversationManager):
+    """A Strands conversation manager whose history is the memory service's window.
+
+    `last` is the newest `converse` answer (window figures, memory, turn count).
+    """
+
+    def __init__(self, client: MemoryClient, *, tenant_id: str, contact_id: str) -> None:
+        super().__init__()
+        self.client = client
+        self.tenant_id = tenant_id
+        self.contact_id = contact_id
+        self.last: ConverseResult | None = None
+        self._service_system: list[dict[str, Any]] = []
+        self._own_prompt: list[SystemContentBlock] | None = None
+        self._prompt_swapped = False
+        self._recording = False
+        self._incoming: Message | None = None
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        """Strands calls this when the agent is built: converse before each invocation,
+        record each message as it is added."""
+        super().register_hooks(registry, **kwargs)
+        # Last, so the message converse records is the one other hooks let through
+        # (redacted, or not cancelled at all).
+        registry.add_callback(BeforeInvocationEvent, self._begin, order=HookOrder.SDK_LAST)
+        registry.add_callback(MessageAddedEvent, self._record)
+        registry.add_callback(AfterInvocationEvent, self._end)
+
+    # -- the conversation manager's contract ---------------------------------------
+
+    def apply_management(self, agent: Agent, **kwargs: Any) -> None:
+        """Nothing to do: the service bounds the window, and the next call replaces it."""
+
+    def reduce_context(self, agent: Agent, e: Exception | None = None, **kwargs: Any) -> None:
+        """The window is already the service's bounded one; an overflow within one
+        invocation (its own tool loop) is not for the memory to cut, so it is raised."""
+        if e is not None:
+            raise e
+
+    # -- hooks -----------------------------------------------------------------------
+
+    async def _begin(self, event: BeforeInvocationEvent) -> None:
+        agent = event.agent
+        self._restore_prompt(agent)
+        self._recording = False
+        if event.cancel:
+            return
+        if event.messages:
+            incoming = _the_users_message(event.messages)
+            result = await asyncio.to_thread(self._converse, incoming)
+            self.last = result
+            if result.escalated:
+                raise Escalated(result)
+            if result.converse is None:
+                raise ValueError("the service answered `model` without a Converse fragment")
+            window = cast(Messages, copy.deepcopy(result.converse["messages"]))
+            # The new message in the service's form (merged with pending tool results,
+            # after the history's cache point) goes in as the invocation's input, so
+            # Strands adds it to the history and other hooks see it added.
+            agent.messages[:] = window[:-1]
+            self._incoming = window[-1]
+            event.messages = [window[-1]]
+            self._service_system = copy.deepcopy(list(result.converse.get("system") or []))
+        self._swap_prompt(agent)
+        self._recording = True
+
+    async def _record(self, event: MessageAddedEvent) -> None:
+        message = event.message
+        if not self._recording or message is self._incoming:
+            return
+        if message["role"] == "assistant":
+            content = [kept for block in message["content"] if (kept := _reply_block(block))]
+            if content:
+                usage = _usage(message.get("metadata", {}).get("usage"))
+                await asyncio.to_thread(self._record_turn, "assistant", content, usage)
+            return
+        # Strands adds a user message within an invocation to return tool results;
+        # any text beside them is its own prompting, not the contact's.
+        results = [
+            _tool_result(block["toolResult"])
+            for block in message["content"]
+            if "toolResult" in block
+        ]
+        if results:
+            await asyncio.to_thread(self._record_turn, "user", results, None)
+
+    def _end(self, event: AfterInvocationEvent) -> None:
+        self._recording = False
+        self._incoming = None
+        self._restore_prompt(event.agent)
+
+    # -- the service -------------------------------------------------------------------
+
+    def _converse(self, message: Message) -> ConverseResult:
+        content = [_incoming_block(block) for block in message["content"]]
+        if len(content) == 1 and "text" in content[0]:
+            return self.client.converse(self.tenant_id, self.contact_id, content[0]["text"])
+        return self.client.converse(self.tenant_id, self.contact_id, content=content)
+
+    def _record_turn(
+        self, role: str, content: list[dict[str, Any]], usage: dict[str, int] | None
+    ) -> None:
+        self.client.record(
+            self.tenant_id,
+            self.contact_id,
+            role="assistant" if role == "assistant" else "user",
+            content=content,
+            usage=usage,
+        )
+
+    # -- the system prompt -----------------------------------------------------------
+
+    def _swap_prompt(self, agent: Agent) -> None:
+        """The agent's own prompt first (its cacheable prefix), then the memory."""
+        if not self._service_system:
+            return
+        self._own_prompt = agent.system_prompt_content
+        own: list[SystemContentBlock] = list(self._own_prompt or [])
+        agent.system_prompt = [*own, *cast(list[SystemContentBlock], self._service_system)]
+        self._prompt_swapped = True
+
+    def _restore_prompt(self, agent: Agent) -> None:
+        # Also at the start of an invocation: one that failed before it ended still
+        # leaves the agent with its own prompt.
+        if self._prompt_swapped:
+            agent.system_prompt = self._own_prompt
+            self._prompt_swapped = False
+
+
+def _the_users_message(messages: Messages) -> Message:
+    if len(messages) != 1 or messages[0]["role"] != "user":
+        raise ValueError(
+            "ServiceMemory takes one user message an invocation (a string or content "
+            "blocks): the service holds the history"
+        )
+    return messages[0]
+
+
+def _incoming_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A block of the contact's message as converse takes it; what it cannot store is
+    refused here, before anything is recorded."""
+    if "text" in block:
+        return {"text": block["text"]}
+    if "toolResult" in block:
+        return _tool_result(block["toolResult"])
+    kind = next(iter(block), "an empty block")
+    raise ValueError(f"the memory service stores text and tool results, not {kind}")
+
+
+def _reply_block(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A block of the model's reply as the service stores it, or None to leave it out
+    (reasoning, citations and the like: the service keeps what the window replays)."""
+    if "text" in block:
+        return {"text": block["text"]} if str(block["text"]).strip() else None
+    if "toolUse" in block:
+        call = block["toolUse"]
+        arguments = call.get("input")
+        return {
+            "toolUse": {
+                "toolUseId": call["toolUseId"],
+                "name": call["name"],
+                "input": arguments if isinstance(arguments, dict) else {"input": arguments},
+            }
+        }
+    return None
+
+
+def _tool_result(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool result with the items the service stores: text and JSON; anything else is
+    named in its place, so the call keeps an answer."""
+    items: list[dict[str, Any]] = []
+    for item in result.get("content", []):
+        if "text" in item:
+            if str(item["text"]).strip():
+                items.append({"text": item["text"]})
+        elif "json" in item:
+            value = item["json"]
+            items.append(
+                {"json": value} if isinstance(value, dict | list) else {"text": json.dumps(value)}
+            )
+        else:
+            items.append({"text": f"[{next(iter(item), 'content')} not recorded]"})
+    stored: dict[str, Any] = {
+        "toolUseId": result["toolUseId"],
+        "content": items or [{"text": "(no output)"}],
+    }
+    if result.get("status") in ("success", "error"):
+        stored["status"] = result["status"]
+    return {"toolResult": stored}
+
+
+def _usage(usage: Mapping[str, Any] | None) -> dict[str, int] | None:
+    if not usage or "inputTokens" not in usage or "outputTokens" not in usage:
+        return None
+    return {key: int(usage[key]) for key in _USAGE_KEYS if isinstance(usage.get(key), int)}

@@ -1,0 +1,222 @@
+"""The two ways to reach the service: its HTTP API (SigV4-signed) or its Lambda, invoked.
+
+Each transport sends one `Call` once and gives back the service's `Answer`
+(its status and JSON body), refusals included: deciding what to retry and
+what to raise is the client's. What never reached an answer (a connection
+that failed, Lambda's own throttling) is raised as `TransientFailure`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+from urllib.parse import quote, urlsplit
+
+import botocore.session
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.exceptions import ClientError, HTTPClientError, NoCredentialsError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.httpsession import URLLib3Session
+
+Action = Literal["converse", "record", "memory"]
+
+_ROUTES: dict[Action, tuple[str, str]] = {
+    "converse": ("POST", "converse"),
+    "record": ("POST", "turns"),
+    "memory": ("GET", "memory"),
+}
+"""Each action's method and last path segment under `/v1/tenants/{t}/contacts/{c}/`."""
+
+_LAMBDA_THROTTLING = frozenset(
+    {"TooManyRequestsException", "ServiceException", "EC2ThrottledException"}
+)
+"""Lambda's errors that say "not now" rather than "never": the invocation may succeed later."""
+
+_CONNECTION_ERRORS = (BotocoreConnectionError, HTTPClientError)
+"""botocore's failures to connect, send or read (a read timeout included)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One operation: the action, the conversation, and the API's JSON body (None for `memory`).
+
+    `body` is what `POST .../converse` or `POST .../turns` takes over HTTP:
+    `{"message": {...}}`, or the turn itself.
+    """
+
+    action: Action
+    tenant_id: str
+    contact_id: str
+    body: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The service's answer: HTTP status (or the payload's `statusCode`) and JSON body.
+
+    `retry_after` is the `Retry-After` header, where the transport has headers.
+    """
+
+    status: int
+    body: Any
+    retry_after: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """A 2xx answer."""
+        return 200 <= self.status < 300
+
+
+class TransientFailure(Exception):
+    """No answer this time (connection failure, Lambda throttling); a retry may get one.
+
+    `status` and `code` describe it for `ServiceUnavailable` once retries run out:
+    Lambda's own status and error code, or 503 `connection_failed`.
+    """
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class Transport(Protocol):
+    """Sends a call once; answers the service's status and body, or raises TransientFailure."""
+
+    def send(self, call: Call) -> Answer:
+        """One attempt: the service's answer, or TransientFailure when there was none."""
+        ...
+
+
+class HttpTransport:
+    """The API over HTTPS: each request signed with SigV4 for `execute-api`.
+
+    Credentials come from the session's standard chain (environment, profile, an
+    assumed role, the instance or task role), read once and refreshed by botocore
+    as they expire; each attempt is signed anew, so a retry carries a fresh date.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        *,
+        region: str,
+        session: botocore.session.Session,
+        timeout_seconds: float,
+        http_session: Any | None = None,
+    ) -> None:
+        self._api_url = api_url.rstrip("/")
+        self._region = region
+        self._session = session
+        self._credentials: Any | None = None
+        # botocore's own HTTP stack: what its clients use, so no other HTTP library is needed.
+        self._http = http_session or URLLib3Session(timeout=timeout_seconds)
+
+    def send(self, call: Call) -> Answer:
+        """The call as a SigV4-signed HTTP request, signed afresh for this attempt."""
+        method, operation = _ROUTES[call.action]
+        url = (
+            f"{self._api_url}/v1/tenants/{quote(call.tenant_id, safe='')}"
+            f"/contacts/{quote(call.contact_id, safe='')}/{operation}"
+        )
+        headers = {"Accept": "application/json"}
+        data = None
+        if call.body is not None:
+            data = json.dumps(call.body, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        request = AWSRequest(method=method, url=url, data=data, headers=headers)
+        SigV4Auth(self._frozen_credentials(), "execute-api", self._region).add_auth(request)
+        try:
+            response = self._http.send(request.prepare())
+        except _CONNECTION_ERRORS as error:
+            raise TransientFailure(503, "connection_failed", str(error)) from error
+        return Answer(
+            status=int(response.status_code),
+            body=_json_or_none(response.content),
+            retry_after=response.headers.get("Retry-After"),
+        )
+
+    def _frozen_credentials(self) -> Any:
+        """This attempt's credentials: one consistent key, secret and token, refreshed as due."""
+        if self._credentials is None:
+            self._credentials = self._session.get_credentials()
+            if self._credentials is None:
+                raise NoCredentialsError()
+        return self._credentials.get_frozen_credentials()
+
+
+class LambdaTransport:
+    """The converse-history Lambda invoked directly with its direct protocol.
+
+    `{"action": ..., "tenantId", "contactId", ...}`; a refusal comes back as
+    the API's error body with its `statusCode`. The Lambda client's own retries
+    are turned off where this transport makes the client, so the client's
+    policy alone decides how often a call is tried.
+    """
+
+    def __init__(self, function_name: str, lambda_client: Any) -> None:
+        self._function_name = function_name
+        self._lambda = lambda_client
+
+    @classmethod
+    def with_a_new_client(
+        cls, function_name: str, *, region: str | None, session: botocore.session.Session
+    ) -> LambdaTransport:
+        """A Lambda client from the session, with botocore's own retries off."""
+        config = Config(retries={"total_max_attempts": 1})
+        lambda_client = session.create_client("lambda", region_name=region, config=config)
+        return cls(function_name, lambda_client)
+
+    def send(self, call: Call) -> Answer:
+        """The call as one `invoke` in the direct protocol; a refusal read like HTTP's."""
+        event: dict[str, Any] = {
+            "action": call.action,
+            "tenantId": call.tenant_id,
+            "contactId": call.contact_id,
+        }
+        event.update(call.body or {})
+        try:
+            response = self._lambda.invoke(
+                FunctionName=self._function_name,
+                Payload=json.dumps(event, separators=(",", ":")).encode("utf-8"),
+            )
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            code = str(details.get("Code", ""))
+            status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+            if code in _LAMBDA_THROTTLING or status >= 500:
+                raise TransientFailure(
+                    status or 503, code, str(details.get("Message", error))
+                ) from error
+            raise  # the function's name, permissions or configuration: not the service's answer
+        except _CONNECTION_ERRORS as error:
+            raise TransientFailure(503, "connection_failed", str(error)) from error
+        payload = _json_or_none(response["Payload"].read())
+        if response.get("FunctionError"):
+            # The function failed unhandled (or timed out): the HTTP API answers this 500.
+            message = payload.get("errorMessage") if isinstance(payload, Mapping) else None
+            return Answer(500, {"error": {"code": "function_error", "message": str(message)}})
+        if isinstance(payload, Mapping) and "error" in payload and "statusCode" in payload:
+            return Answer(int(payload["statusCode"]), payload)
+        return Answer(200, payload)
+
+
+def region_of_api(api_url: str) -> str | None:
+    """The region in an API Gateway URL (`https://{id}.execute-api.{region}.amazonaws.com/...`)."""
+    labels = (urlsplit(api_url).hostname or "").split(".")
+    if len(labels) >= 4 and labels[1] == "execute-api":
+        return labels[2]
+    return None
+
+
+def _json_or_none(content: bytes) -> Any:
+    """The body's JSON; None for an empty body or one that is not JSON (a proxy's HTML page)."""
+    try:
+        return json.loads(content) if content else None
+    except ValueError:
+        return None

@@ -1,0 +1,315 @@
+"""The client over HTTP: `MemoryClient.over_http` against the local runner, and its package.
+
+The runner takes any caller (no IAM in front of it), so the signing is
+checked on the requests themselves, observed on their way to the runner.
+The throttling a gateway adds in front of the service (its own 429, a 502
+page) is played by a scripted HTTP session.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import shutil
+import subprocess
+import sys
+import uuid
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.httpsession import URLLib3Session
+
+from conversation_memory_client import (
+    Forbidden,
+    InvalidRequest,
+    MemoryClient,
+    NotFound,
+    RateLimited,
+    ServiceUnavailable,
+    UnknownTenant,
+)
+from conversation_memory_client.transports import region_of_api
+from tests.e2e.runner_process import REPO_ROOT, Runner, free_port
+
+REGION = "us-east-1"
+
+
+def _contact() -> str:
+    return f"contact-{uuid.uuid4().hex[:12]}"
+
+
+def _session(token: str | None = None) -> botocore.session.Session:
+    session = botocore.session.Session()
+    session.set_credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", token)
+    return session
+
+
+@dataclass
+class Observed:
+    """An HTTP session that sends through botocore's own and keeps every request sent."""
+
+    inner: Any = field(default_factory=URLLib3Session)
+    sent: list[Any] = field(default_factory=list)
+
+    def send(self, request: Any) -> Any:
+        self.sent.append(request)
+        return self.inner.send(request)
+
+
+@dataclass
+class CannedResponse:
+    status_code: int
+    content: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Scripted:
+    """Answers the canned responses first, in order; then sends through to the runner."""
+
+    canned: list[CannedResponse]
+    inner: Observed = field(default_factory=Observed)
+
+    def send(self, request: Any) -> Any:
+        if self.canned:
+            self.inner.sent.append(request)
+            return self.canned.pop(0)
+        return self.inner.send(request)
+
+
+def _client(runner: Runner, http_session: Any, sleeps: list[float] | None = None) -> MemoryClient:
+    return MemoryClient.over_http(
+        runner.base_url,
+        region=REGION,
+        session=_session(),
+        http_session=http_session,
+        sleep=(sleeps if sleeps is not None else []).append,
+    )
+
+
+def test_converse_record_and_memory_over_http(shared_runner: Runner):
+    client = MemoryClient.over_http(shared_runner.base_url + "/", region=REGION, session=_session())
+    contact = _contact()
+
+    first = client.converse("demo", contact, "What are your opening hours?")
+    reply = client.record("demo", contact, role="assistant", text="We open at nine.")
+    second = client.converse("demo", contact, "And on Saturdays?")
+    view = client.memory("demo", contact)
+
+    assert (first.decision, first.turn_count) == ("model", 1)
+    assert (reply.role, reply.content) == ("assistant", [{"text": "We open at nine."}])
+    assert second.turn_count == 2
+    assert second.raw["history"] == [
+        {"role": "user", "content": [{"text": "What are your opening hours?"}]},
+        {"role": "assistant", "content": [{"text": "We open at nine."}]},
+    ]
+    assert second.converse is not None
+    assert second.converse["messages"][-1] == second.raw["current"]
+    assert view.counters["turnsRecorded"] == 3
+
+
+def test_ids_are_sent_as_path_segments_percent_encoded(shared_runner: Runner):
+    observed = Observed()
+    client = _client(shared_runner, observed)
+    contact = f"alice+{uuid.uuid4().hex[:6]}@example.com"
+
+    client.converse("demo", contact, "Hello")
+    view = client.memory("demo", contact)
+
+    assert view.counters["turnsRecorded"] == 1
+    assert "/contacts/alice%2B" in observed.sent[0].url
+    assert "%40example.com/converse" in observed.sent[0].url
+
+
+def test_refusals_raise_their_exceptions(shared_runner: Runner):
+    client = _client(shared_runner, URLLib3Session())
+
+    with pytest.raises(UnknownTenant) as unknown:
+        client.converse("no-such-tenant", _contact(), "Hello")
+    with pytest.raises(InvalidRequest) as invalid:
+        client.record("demo", _contact(), role="user", text="a user turn here returns tool results")
+    with pytest.raises(NotFound) as nothing:
+        client.memory("demo", _contact())
+
+    assert (unknown.value.status, unknown.value.code) == (404, "unknown_tenant")
+    assert "no-such-tenant" in unknown.value.message
+    assert (invalid.value.status, invalid.value.code) == (400, "invalid_request")
+    assert (nothing.value.status, nothing.value.code) == (404, "not_found")
+
+
+def test_every_request_is_signed_with_sigv4_for_execute_api(shared_runner: Runner):
+    observed = Observed()
+    client = MemoryClient.over_http(
+        shared_runner.base_url,
+        region="eu-west-1",
+        session=_session(token="session-token-of-an-assumed-role"),
+        http_session=observed,
+    )
+    contact = _contact()
+
+    client.converse("demo", contact, "Hello")
+    client.memory("demo", contact)
+
+    for request in observed.sent:
+        authorization = request.headers["Authorization"]
+        assert authorization.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+        assert "/eu-west-1/execute-api/aws4_request" in authorization
+        signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+        assert {"host", "x-amz-date", "x-amz-security-token"} <= set(signed)
+        assert request.headers["X-Amz-Security-Token"] == "session-token-of-an-assumed-role"
+    post, get = observed.sent
+    assert (post.method, get.method) == ("POST", "GET")
+    assert post.headers["Content-Type"] == "application/json"
+    assert "content-type" in post.headers["Authorization"]
+
+
+def test_gateway_throttling_and_5xx_are_retried_with_the_same_message(shared_runner: Runner):
+    scripted = Scripted(
+        [
+            CannedResponse(429, b'{"message": "Too Many Requests"}'),
+            CannedResponse(502, b"<html>Bad Gateway</html>"),
+            CannedResponse(503, b'{"message": "Service Unavailable"}', {"Retry-After": "2"}),
+        ]
+    )
+    sleeps: list[float] = []
+    client = _client(shared_runner, scripted, sleeps)
+    contact = _contact()
+
+    result = client.converse("demo", contact, "Hello")
+
+    assert result.turn_count == 1
+    bodies = {request.body for request in scripted.inner.sent}
+    assert len(scripted.inner.sent) == 4
+    assert len(bodies) == 1, "every attempt sends the same message, its id included"
+    assert len(sleeps) == 3
+    assert sleeps[2] == 2.0, "the gateway's Retry-After is waited for"
+    assert client.memory("demo", contact).counters["turnsRecorded"] == 1
+
+
+def test_the_services_own_429_and_other_4xx_are_never_retried(shared_runner: Runner):
+    limited = (
+        b'{"error": {"code": "rate_limited", "message": "too many messages from this contact; '
+        b'not recorded; retry in 7 s", "retryAfterSeconds": 7}}'
+    )
+    scripted = Scripted(
+        [
+            CannedResponse(429, limited, {"Retry-After": "7"}),
+            CannedResponse(403, b'{"message": "User is not authorized to perform this action"}'),
+        ]
+    )
+    sleeps: list[float] = []
+    client = _client(shared_runner, scripted, sleeps)
+
+    with pytest.raises(RateLimited) as rate_limited:
+        client.converse("demo", _contact(), "Hello")
+    with pytest.raises(Forbidden) as forbidden:
+        client.converse("demo", _contact(), "Hello")
+
+    assert (rate_limited.value.code, rate_limited.value.retry_after_seconds) == ("rate_limited", 7)
+    assert (forbidden.value.status, forbidden.value.code) == (403, "http_403")
+    assert "not authorized" in forbidden.value.message
+    assert (len(scripted.inner.sent), sleeps) == (2, [])
+
+
+def test_a_service_that_never_answers_raises_service_unavailable_after_the_retries():
+    sleeps: list[float] = []
+    client = MemoryClient.over_http(
+        f"http://127.0.0.1:{free_port()}",
+        region=REGION,
+        session=_session(),
+        max_attempts=3,
+        timeout_seconds=2.0,
+        sleep=sleeps.append,
+    )
+
+    with pytest.raises(ServiceUnavailable) as gave_up:
+        client.converse("demo", _contact(), "Hello")
+
+    assert (gave_up.value.status, gave_up.value.code) == (503, "connection_failed")
+    assert len(sleeps) == 2
+
+
+def test_the_region_is_read_from_an_execute_api_url(monkeypatch: pytest.MonkeyPatch):
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+
+    assert region_of_api("https://abc123.execute-api.eu-west-1.amazonaws.com/prod/") == "eu-west-1"
+    assert region_of_api("http://127.0.0.1:8000") is None
+    with pytest.raises(ValueError, match="region"):
+        MemoryClient.over_http("http://127.0.0.1:8000", session=_session())
+
+
+def test_an_execute_api_url_signs_for_its_own_region_whatever_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    answer = CannedResponse(200, b'{"counters": {}}', {"Content-Type": "application/json"})
+    scripted = Scripted([answer])
+    client = MemoryClient.over_http(
+        "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/",
+        session=_session(),
+        http_session=scripted,
+    )
+    client.memory("demo", "c-1")
+    (request,) = scripted.inner.sent
+    assert "/eu-west-1/execute-api/aws4_request" in request.headers["Authorization"]
+
+
+# -- the package -------------------------------------------------------------------------
+
+
+def test_the_client_builds_offline_into_a_wheel_that_needs_only_botocore(tmp_path: Path):
+    # A copy, so the in-tree build leaves nothing (build/, *.egg-info) in the repository.
+    source = tmp_path / "client"
+    shutil.copytree(
+        REPO_ROOT / "client",
+        source,
+        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"),
+    )
+    wheels = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+
+    build = [*pip, "wheel", str(source), "--no-deps", "--no-build-isolation", "--no-index"]
+    subprocess.run(
+        [*build, "--wheel-dir", str(wheels)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("conversation_memory_client-0.1.0-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        metadata = email.parser.Parser().parsestr(archive.read(metadata_name).decode())
+
+    for module in ("__init__", "client", "errors", "results", "transports"):
+        assert f"conversation_memory_client/{module}.py" in names
+    assert "conversation_memory_client/py.typed" in names
+    assert metadata["Name"] == "conversation-memory-client"
+    requirements = metadata.get_all("Requires-Dist") or []
+    assert [r for r in requirements if "extra ==" not in r] == ["botocore>=1.34"]
+    assert all(r.startswith("strands-agents") for r in requirements if "extra ==" in r)
+    assert metadata.get_all("Provides-Extra") == ["strands"]
+
+    # Installed from the wheel alone, with no index, the package imports from there.
+    target = tmp_path / "site"
+    subprocess.run(
+        [*pip, "install", "--no-index", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", "import conversation_memory_client as c; print(c.__file__)"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target)},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert imported.stdout.startswith(str(target))
