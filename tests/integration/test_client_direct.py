@@ -1,21 +1,18 @@
 """The client over Lambda: `MemoryClient.over_lambda` against the real handler, in-process.
 
-`FakeLambda` stands in for botocore's Lambda client: it hands each payload to
-the handler's `lambda_handler` under moto and answers what `invoke` would. It
-can fail an invocation before the handler runs (Lambda's throttling, a 5xx) or
-after it (the answer lost on the way back), so the retries and their
-idempotence are checked against the real service.
+`FakeLambda` (tests/support/lambda_stand_in.py) stands in for botocore's
+Lambda client over the handler under moto. It can fail an invocation before
+the handler runs (Lambda's throttling, a 5xx) or after it (the answer lost on
+the way back), so the retries and their idempotence are checked against the
+real service.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import botocore.session
 import pytest
@@ -38,8 +35,7 @@ from conversation_memory_client import (
 from conversation_memory_client.transports import LambdaTransport
 from local.proxy_events import LambdaContextStandIn
 from tests.integration.conftest import Api
-
-FUNCTION = "converse-history:live"
+from tests.support.lambda_stand_in import FUNCTION, UNHANDLED, FakeLambda
 
 
 def lambda_error(code: str, status: int) -> ClientError:
@@ -55,43 +51,6 @@ def lambda_error(code: str, status: int) -> ClientError:
 THROTTLED = lambda_error("TooManyRequestsException", 429)
 SERVICE_FAILED = lambda_error("ServiceException", 500)
 ANSWER_LOST = ReadTimeoutError(endpoint_url="https://lambda.us-east-1.amazonaws.com")
-UNHANDLED = "unhandled"
-"""An invocation whose function failed unhandled: `FunctionError` and an error payload."""
-
-
-@dataclass
-class FakeLambda:
-    """botocore's Lambda client, as far as the client uses it, over the handler in-process.
-
-    `before` holds failures raised instead of invoking (one per invocation, in
-    order); `after` holds failures raised once the handler has answered, its
-    work committed.
-    """
-
-    handler: Any
-    before: list[Exception | str] = field(default_factory=list)
-    after: list[Exception] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def invoke(self, *, FunctionName: str, Payload: bytes) -> dict[str, Any]:
-        assert FunctionName == FUNCTION
-        event = json.loads(Payload)
-        self.events.append(event)
-        if self.before:
-            failure = self.before.pop(0)
-            if failure == UNHANDLED:
-                crash = {"errorMessage": "boom", "errorType": "RuntimeError"}
-                return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": _stream(crash)}
-            assert isinstance(failure, Exception)
-            raise failure
-        answer = self.handler.lambda_handler(event, LambdaContextStandIn())
-        if self.after:
-            raise self.after.pop(0)
-        return {"StatusCode": 200, "Payload": _stream(answer)}
-
-
-def _stream(document: Any) -> io.BytesIO:
-    return io.BytesIO(json.dumps(document).encode())
 
 
 @dataclass

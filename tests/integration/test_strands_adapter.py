@@ -9,12 +9,10 @@ history a model call receives is checked as Bedrock Converse would check it
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -30,6 +28,7 @@ from conversation_memory_client.strands import Escalated, ServiceMemory
 from local.proxy_events import LambdaContextStandIn
 from tests.integration.conftest import RULES, Api
 from tests.support.converse_validator import converse_problems
+from tests.support.lambda_stand_in import FUNCTION, FakeLambda
 from tests.support.scripted_strands_model import Call, ModelCall, Say, ScriptedModel, look_up
 
 AGENT_PROMPT = "You are Acme's order desk. Answer briefly; look items up before you answer."
@@ -52,17 +51,6 @@ def rules_file(tmp_path: Path) -> Path:
     return path
 
 
-class FakeLambda:
-    """Lambda's `invoke`, answered by the handler in this process."""
-
-    def __init__(self, handler: ModuleType) -> None:
-        self.handler = handler
-
-    def invoke(self, FunctionName: str, Payload: bytes | str, **_: Any) -> dict[str, Any]:
-        answer = self.handler.lambda_handler(json.loads(Payload), LambdaContextStandIn())
-        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(answer).encode())}
-
-
 @dataclass
 class Service:
     api: Api
@@ -72,7 +60,7 @@ class Service:
 @pytest.fixture
 def service(make_api: Callable[..., Api]) -> Service:
     api = make_api(HISTORY_WINDOW_MAX_MESSAGES=str(CAP), HISTORY_WINDOW_FLOOR_MESSAGES="4")
-    return Service(api, MemoryClient.over_lambda("fn", lambda_client=FakeLambda(api.handler)))
+    return Service(api, MemoryClient.over_lambda(FUNCTION, lambda_client=FakeLambda(api.handler)))
 
 
 # -- a scripted model and a real tool ------------------------------------------------------
