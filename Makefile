@@ -14,7 +14,7 @@ NODE_MODULES := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: help install run lint format test test-fuzz synth bench validate-rules reliability-report clean
+.PHONY: help install run lint format test test-fuzz synth bench mutation validate-rules reliability-report clean
 
 help:
 	@echo "make run             the service on 127.0.0.1:\$${PORT:-8000} over an embedded AWS emulation"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-fuzz       schemathesis against a local runner, deeper than make test's run"
 	@echo "make lint            ruff (lint + format check) and mypy"
 	@echo "make bench           the benchmarks: bench/results.json, docs/prompt-tokens.png, docs/prompt-cost.png"
+	@echo "make mutation        mutation testing of the domain: mutation/results.json, docs/mutation.md"
 	@echo "make synth           the CloudFormation template in cdk.out, offline, no credentials"
 	@echo "make format          apply ruff's fixes and formatting"
 	@echo "make validate-rules  check a rules file: make validate-rules RULES=rules.json"
@@ -90,6 +91,13 @@ synth: install $(CDK)
 # docs/prompt-cost.png.
 bench: install
 	PYTHONPATH=functions:. $(BIN)/python -m bench
+
+# Mutates functions/memory_core one change at a time and runs the unit tests that execute
+# each changed line (mutation/). Many minutes; not part of `make test`. MODULES=window.py
+# mutates only the named modules and keeps the others' figures.
+MODULES ?=
+mutation: install
+	PYTHONPATH=functions:. $(BIN)/python -m mutation $(foreach module,$(MODULES),--module $(module))
 
 # Runs the reliability groups, then writes docs/reliability.md from their counts.
 RELIABILITY_TESTS := tests/integration/test_faults.py tests/integration/test_parallel_writers.py \

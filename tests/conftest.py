@@ -1,6 +1,6 @@
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from local import moto_dynamodb
 from tests.support import reliability
@@ -14,6 +14,15 @@ settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
 )
 settings.register_profile("deep", parent=settings.get_profile("default"), max_examples=2000)
+# make mutation: the same examples on every run and no example database, so a mutant's
+# verdict does not depend on the runs before it; no shrinking, since any failure kills it.
+settings.register_profile(
+    "mutation",
+    parent=settings.get_profile("default"),
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Powertools reads these at import; tests never send traces or metrics anywhere.

@@ -180,7 +180,10 @@ def _cache_point_before(
                 return messages
             marked = {**message, "content": [*content[:at], point, *content[at:]]}
             return [*messages[:position], marked, *messages[position + 1 :]]
-        if at > 0 or position == 0 or "cachePoint" in messages[position - 1]["content"][-1]:
+        # The anchor opens its message, or is a tool result, which no point may precede
+        # within it (a parallel call's second result, merged after the first): the
+        # previous call's point ended the message before.
+        if position == 0 or "cachePoint" in messages[position - 1]["content"][-1]:
             return messages  # no place, or the point after the history stands there
         before = messages[position - 1]
         marked = {**before, "content": [*before["content"], point]}

@@ -32,8 +32,10 @@ def seconds_until_free(
     within = sorted(t for t in recent if arrived_at - period < t)
     if len(within) < limit.messages:
         return 0
+    # Every counted arrival is later than `arrived_at - period`, so the slot frees after
+    # `arrived_at`: the wait is positive and rounds up to at least one second.
     frees_at = within[-limit.messages] + period
-    return max(1, math.ceil((frees_at - arrived_at).total_seconds()))
+    return math.ceil((frees_at - arrived_at).total_seconds())
 
 
 def remember(

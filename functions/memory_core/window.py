@@ -165,10 +165,11 @@ class _Read:
             return False
         content = original.content
         if len(content) == 1 and "text" in (block := content[0]):
-            # The usual turn, one text block: its estimate and question-ness inline.
+            # The usual turn, one text block: its estimate and question-ness inline (a
+            # block is one kind, the API refuses a text block with other keys).
             text = block["text"]
             tokens = -(-len(text) // CHARS_PER_TOKEN)
-            question = original.role == "user" and bool(text) and "toolResult" not in block
+            question = original.role == "user" and bool(text)
         else:
             tokens = estimate_content_tokens(content)
             question = original.is_question

@@ -2,14 +2,34 @@
 
 Every shape the API admits, drawn as a sequence of recorded messages:
 questions through `/converse` (text, sometimes with the results of pending
-calls, text before or after them), replies through `/turns` (text, tool
-calls with text before and after, parallel calls), tool results through
-`/turns` (for every pending call, some, none, an id nobody asked for, the
-same id twice), long tool loops, same-role runs, oversized inputs and
-results, ids in every form Converse takes (`call:abc`,
-`functions.get_weather:0`), Latin, CJK and emoji text. The same draws feed
-the domain's properties (as `Turn`s), the handler's (through the API) and
-the end-to-end suite (over HTTP).
+calls, text before, between or after them), replies through `/turns` (text,
+tool calls with text before, between and after them, parallel calls, a call
+alone, several texts), tool results through `/turns` (for every pending
+call, some, none, an id nobody asked for, the same id twice), long tool
+loops, same-role runs, oversized inputs and results, ids in every form
+Converse takes (`call:abc`, `functions.get_weather:0`), Latin, CJK and emoji
+text. The same draws feed the domain's properties (as `Turn`s), the
+handler's (through the API) and the end-to-end suite (over HTTP).
+
+Block orders, every one the API admits (`api_models.py`: a reply holds text
+and tool calls in any order, never a result; the contact's message holds at
+least one text and any results in any order; a `user` turn recorded through
+`/turns` holds results only):
+
+- `assistant`: `[text]`, `[text, text]`, `[toolUse]`, `[toolUse, toolUse]`
+  (parallel calls), `[text, toolUse]` (the usual reply), `[toolUse, text]`,
+  `[text, toolUse, toolUse, text]`, `[toolUse, text, toolUse]`, ...
+  (`replies`);
+- `user` through `/converse`: `[text]`, `[text, text]`, `[text, toolResult]`,
+  `[toolResult, text]`, `[toolResult, toolResult, text]`,
+  `[toolResult, text, toolResult]`, ... (`contact_messages`; in a
+  conversation, when calls are pending, often right after them);
+- `user` through `/turns`: `[toolResult]`, `[toolResult, toolResult]`, ...
+
+A message whose first block is a text followed by tool blocks matters: a
+reader that judged it by its first block alone would take a contact's
+`[text, toolResult]` for a question and a reply's `[text, toolUse]` for its
+text alone (tests/unit/test_block_orders.py).
 """
 
 from __future__ import annotations
@@ -125,6 +145,33 @@ def _results(
 
 
 @st.composite
+def replies(
+    draw: st.DrawFn, tool_use_ids: list[str], sizes: st.SearchStrategy[int] = SIZES
+) -> list[dict[str, Any]]:
+    """A reply as `/turns` takes it: a call for each id, in order, and texts anywhere.
+
+    Texts go before the first call (the usual `[text, toolUse]`), between calls
+    and after the last, one or two in a place; with no ids, one text or two.
+    Never empty.
+    """
+    calls = [_tool_use(draw, tool_use_id, sizes) for tool_use_id in tool_use_ids]
+    if not calls:
+        return [_text(draw, sizes) for _ in range(1 if draw(st.integers(0, 15)) else 2)]
+
+    def texts(one_in: int) -> list[dict[str, Any]]:
+        if draw(st.integers(0, one_in - 1)):
+            return []
+        return [_text(draw, sizes) for _ in range(1 if draw(st.integers(0, 5)) else 2)]
+
+    content = texts(3)  # before the first call
+    for index, call in enumerate(calls):
+        if index:
+            content += texts(6)  # between two calls
+        content.append(call)
+    return content + texts(5)  # after the last call
+
+
+@st.composite
 def tool_conversations(
     draw: st.DrawFn,
     *,
@@ -142,11 +189,13 @@ def tool_conversations(
             return timedelta(days=draw(st.integers(1, 40)))
         return timedelta(seconds=draw(st.integers(1, 600)))
 
-    def contact_message() -> None:
+    def contact_message(returns_results: bool | None = None) -> None:
+        """The contact writes; with pending calls, its message may carry their results."""
         nonlocal pending
         texts = [_text(draw, sizes) for _ in range(draw(st.integers(1, 2)))]
-        returns_results = bool(pending) and draw(st.booleans())
-        results = _results(draw, calls, pending, sizes) if returns_results else []
+        if returns_results is None:
+            returns_results = bool(pending) and draw(st.booleans())
+        results = _results(draw, calls, pending, sizes) if returns_results and pending else []
         content = draw(st.permutations([*texts, *results]))
         recorded.append(Recorded("converse", "user", list(content), gap()))
         if results:
@@ -163,20 +212,22 @@ def tool_conversations(
                 st.sampled_from(["answer", "calls", "calls", "results", "question", "answer"])
             )
             if kind == "answer":
-                recorded.append(Recorded("record", "assistant", [_text(draw, sizes)], gap()))
+                content = draw(replies([], sizes))
+                recorded.append(Recorded("record", "assistant", content, gap()))
             elif kind == "calls":
                 ids = [calls.new_id() for _ in range(draw(st.integers(1, 3)))]
-                blocks = [_tool_use(draw, tool_use_id, sizes) for tool_use_id in ids]
-                before = [_text(draw, sizes)] if draw(st.integers(0, 3)) == 0 else []
-                after = [_text(draw, sizes)] if draw(st.integers(0, 5)) == 0 else []
-                content = [*before, *blocks, *after]
+                content = draw(replies(ids, sizes))
                 recorded.append(Recorded("record", "assistant", content, gap()))
                 pending = ids
-                if draw(st.integers(0, 5)) > 0:  # usually the results follow at once
+                then = draw(st.integers(0, 5))
+                if then > 1:  # usually the results follow at once
                     results = _results(draw, calls, pending, sizes)
                     if results:
                         recorded.append(Recorded("record", "user", results, gap()))
                     pending = []
+                elif then == 1:  # the contact writes next, the results beside its text
+                    contact_message(returns_results=True)
+                # else the calls stay pending: a later message answers them, or none does
             elif kind == "results":
                 results = _results(draw, calls, pending, sizes)
                 if results:
@@ -189,12 +240,30 @@ def tool_conversations(
 
 @st.composite
 def contact_messages(draw: st.DrawFn, pending: list[str]) -> list[dict[str, Any]]:
-    """The current message: text, and perhaps results for `pending` or unknown ids, any order."""
+    """The current message: text, and perhaps results for `pending` or unknown ids, any order.
+
+    `[text, toolResult]`, `[toolResult, text]`, `[toolResult, text, toolResult]`, ...:
+    a contact's message in every order `/converse` takes.
+    """
     calls = _Calls(draw)
     texts = [_text(draw) for _ in range(draw(st.integers(1, 2)))]
     results = _results(draw, calls, pending, SIZES) if draw(st.booleans()) else []
     blocks: list[dict[str, Any]] = draw(st.permutations([*texts, *results]))
     return blocks
+
+
+@st.composite
+def returned_results(
+    draw: st.DrawFn, pending: list[str], sizes: st.SearchStrategy[int] = SIZES
+) -> list[dict[str, Any]]:
+    """A `user` turn recorded through `/turns`: tool results only, any order, never empty.
+
+    Results for `pending` (all, some), an unknown id, the same id twice, like the
+    results in a conversation; an unknown id's alone when none was drawn.
+    """
+    calls = _Calls(draw)
+    blocks = _results(draw, calls, pending, sizes)
+    return blocks or [_tool_result(draw, calls.new_id(), sizes)]
 
 
 def pending_calls(recorded: list[Recorded]) -> list[str]:

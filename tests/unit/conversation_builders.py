@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
@@ -50,6 +50,29 @@ def tool_use(tool_use_id: str, name: str = "lookup", **tool_input: Any) -> dict[
 
 def tool_result(tool_use_id: str, body: str) -> dict[str, Any]:
     return {"toolResult": {"toolUseId": tool_use_id, "content": [{"text": body}]}}
+
+
+def input_of(input_chars: int) -> dict[str, Any]:
+    """A tool input whose JSON text (what the estimate and the trim read) is `input_chars` long.
+
+    `tool_use("c1", **input_of(4000))` is a call with a 4,000-character input.
+    """
+    bare = len('{"q":""}')
+    if input_chars < bare:
+        raise ValueError(f"an input is at least {bare} characters")
+    return {"q": "x" * (input_chars - bare)}
+
+
+def block_kinds(content: Iterable[Mapping[str, Any] | None]) -> list[str]:
+    """Each block's kind, in order: `text`, `toolUse`, `toolResult`, its keys, or `None`."""
+    return [_block_kind(block) for block in content]
+
+
+def _block_kind(block: Mapping[str, Any] | None) -> str:
+    if block is None:
+        return "None"
+    known = [kind for kind in ("text", "toolUse", "toolResult") if kind in block]
+    return known[0] if known else "/".join(block)
 
 
 def chars(tokens: int, letter: str = "x") -> str:

@@ -14,6 +14,9 @@ def test_the_first_fold_covers_from_its_oldest_to_its_newest_turn():
     assert fold.turns_folded == 6
     assert fold.covers_from == turns[0].sent_at
     assert fold.covers_until == turns[-1].sent_at
+    # Written by no known compaction version: 0, as the memory's "not known".
+    assert fold.version == 0
+    assert next_fold(fold, alternating(Clock(), 2), "two", version=7).version == 7
 
 
 def test_a_later_fold_keeps_its_start_and_moves_its_end():

@@ -51,7 +51,8 @@ class _Strict(BaseModel):
 
 
 class RateLimit(_Strict):
-    """At most `messages` from one contact within `perSeconds` (by `sentAt`)."""
+    """At most `messages` from one contact within `perSeconds`, counted by arrival on the
+    service's clock, not by `sentAt`, which a caller could backdate (rate_limit.py)."""
 
     messages: PositiveWholeNumber
     per_seconds: PositiveWholeNumber = Field(alias="perSeconds")

@@ -1,0 +1,151 @@
+"""`make mutation`: mutates the domain, runs the unit tests that execute each mutated line.
+
+    PYTHONPATH=functions:. .venv/bin/python -m mutation [--module window.py ...] [--workers N]
+
+Writes mutation/results.json and docs/mutation.md. With `--module`, only the named modules
+are mutated again; the other modules' figures are kept from the results already there.
+Exits non-zero when a module kills less than the target share of its non-equivalent mutants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from mutation.equivalents import equivalent_for, load_equivalents
+from mutation.mutants import Mutant, mutants_of
+from mutation.report import TARGET_SCORE, ModuleResult, write_report
+from mutation.settings import DOMAIN, HYPOTHESIS_PROFILE, REPO_ROOT, RESULTS_PATH, UNIT_TESTS
+from mutation.workers import Job, Outcome, preload, run_all
+
+# A mutant that makes its tests run this much longer than they did unmutated is looping.
+TIMEOUT_FACTOR = 5
+TIMEOUT_FLOOR_SECONDS = 30.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mutation", description=__doc__)
+    parser.add_argument("--module", action="append", default=[], help="e.g. window.py")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--line-map",
+        type=Path,
+        help="where to keep the map of tests to lines: reused when it exists (delete it after "
+        "changing the tests), written there when it does not",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print the survivors and scores; write neither results nor docs",
+    )
+    args = parser.parse_args(argv)
+
+    modules = _modules(args.module)
+    line_map = _line_map(args.line_map)
+    equivalents = load_equivalents()
+    jobs = [
+        _job(mutant, line_map)
+        for module in modules
+        for mutant in mutants_of(DOMAIN / module, module)
+    ]
+    print(f"{len(jobs)} mutants of {len(modules)} modules, {args.workers} at a time", flush=True)
+    outcomes: dict[str, list[Outcome]] = defaultdict(list)
+
+    def report(outcome: Outcome) -> None:
+        outcomes[outcome.mutant.module].append(outcome)
+        mutant = outcome.mutant
+        done = sum(len(each) for each in outcomes.values())
+        if outcome.verdict in ("survived", "no_tests") and not equivalent_for(mutant, equivalents):
+            print(f"  {outcome.verdict}: {mutant.module}:{mutant.line} {mutant.change}", flush=True)
+        if done % 50 == 0:
+            print(f"{done} of {len(jobs)} mutants run", flush=True)
+
+    preload(line_map.get("libraries", []))
+    run_all(jobs, args.workers, report)
+    results = _previous_results() if args.module else {}
+    for module in modules:
+        results[module] = ModuleResult.of(module, outcomes[module], equivalents)
+    if not args.report_only:
+        write_report(results)
+    below = [r.module for r in results.values() if r.score < TARGET_SCORE]
+    for module in modules:
+        print(f"{module}: {results[module].score:.1%} of non-equivalent mutants killed")
+    return 1 if below else 0
+
+
+def _modules(named: list[str]) -> list[str]:
+    every = sorted(
+        str(path.relative_to(DOMAIN))
+        for path in DOMAIN.rglob("*.py")
+        if "__pycache__" not in path.parts
+    )
+    unknown = sorted(set(named) - set(every))
+    if unknown:
+        raise SystemExit(f"no such module of memory_core: {', '.join(unknown)}")
+    return [module for module in every if not named or module in named]
+
+
+def _line_map(kept: Path | None) -> dict[str, Any]:
+    if kept is not None and kept.exists():
+        return dict(json.loads(kept.read_text()))
+    with tempfile.TemporaryDirectory() as scratch:
+        out = kept or Path(scratch) / "line-map.json"
+        print("Mapping the unit tests to the lines they execute...", flush=True)
+        env = {**os.environ, "HYPOTHESIS_PROFILE": HYPOTHESIS_PROFILE}
+        completed = subprocess.run(
+            [sys.executable, "-m", "mutation.coverage_map", str(out)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        if completed.returncode != 0:
+            raise SystemExit("the unit tests fail unmutated: mutation testing needs them green")
+        return dict(json.loads(out.read_text()))
+
+
+def _job(mutant: Mutant, line_map: dict[str, Any]) -> Job:
+    by_line: dict[str, list[str]] = line_map["tests_by_line"].get(mutant.module, {})
+    durations: dict[str, float] = line_map["durations"]
+    tests = {name for name in by_line.get(str(mutant.line), []) if name}
+    if not tests and str(mutant.line) in by_line:
+        # Run only as the module was imported (a constant, a default, a field's bound): the
+        # tests that run the module's code, and those of every test file that imports it,
+        # may depend on it.
+        tests = {name for names in by_line.values() for name in names if name}
+        tests |= {name for name in durations if name.split("::")[0] in _importers(mutant.module)}
+    ordered = sorted(tests, key=lambda name: (durations.get(name, 0.0), name))
+    expected = sum(durations.get(name, 0.0) for name in ordered)
+    return Job(mutant, ordered, max(TIMEOUT_FLOOR_SECONDS, TIMEOUT_FACTOR * expected))
+
+
+@functools.cache
+def _importers(module: str) -> frozenset[str]:
+    """The unit test files (as pytest names them) that import the module, or its package
+    for a module of `rules/`, whose names the package re-exports."""
+    imported = "memory_core." + Path(module).with_suffix("").parts[0]
+    named = re.compile(rf"^\s*(from|import) {re.escape(imported)}\b", re.MULTILINE)
+    return frozenset(
+        str(path.relative_to(REPO_ROOT))
+        for path in UNIT_TESTS.rglob("test_*.py")
+        if named.search(path.read_text())
+    )
+
+
+def _previous_results() -> dict[str, ModuleResult]:
+    if not RESULTS_PATH.exists():
+        return {}
+    stored = json.loads(RESULTS_PATH.read_text())
+    return {name: ModuleResult.from_json(name, data) for name, data in stored["modules"].items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
