@@ -17,11 +17,11 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from mutation.equivalents import equivalent_for, load_equivalents
+from mutation.equivalents import Equivalent, equivalent_for, load_equivalents
 from mutation.mutants import Mutant, mutants_of
 from mutation.report import TARGET_SCORE, ModuleResult, write_report
 from mutation.settings import DOMAIN, HYPOTHESIS_PROFILE, REPO_ROOT, RESULTS_PATH, UNIT_TESTS
@@ -47,7 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print the survivors and scores; write neither results nor docs",
     )
+    parser.add_argument(
+        "--recount",
+        action="store_true",
+        help="run nothing: apply mutation/equivalent.toml as it is now to the stored results",
+    )
     args = parser.parse_args(argv)
+    if args.recount:
+        stored = _previous_results(load_equivalents())
+        write_report(stored)
+        return 1 if any(r.score < TARGET_SCORE for r in stored.values()) else 0
 
     modules = _modules(args.module)
     line_map = _line_map(args.line_map)
@@ -59,26 +68,36 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(f"{len(jobs)} mutants of {len(modules)} modules, {args.workers} at a time", flush=True)
     outcomes: dict[str, list[Outcome]] = defaultdict(list)
+    expected = Counter(job.mutant.module for job in jobs)
+    # A full run keeps no earlier figures; each module's are written as soon as it is done,
+    # so an interrupted run keeps the modules it finished.
+    results = _previous_results(equivalents) if args.module else {}
 
     def report(outcome: Outcome) -> None:
-        outcomes[outcome.mutant.module].append(outcome)
         mutant = outcome.mutant
+        outcomes[mutant.module].append(outcome)
         done = sum(len(each) for each in outcomes.values())
-        if outcome.verdict in ("survived", "no_tests") and not equivalent_for(mutant, equivalents):
+        if outcome.verdict in ("survived", "no_tests", "error") and not equivalent_for(
+            mutant, equivalents
+        ):
             print(f"  {outcome.verdict}: {mutant.module}:{mutant.line} {mutant.change}", flush=True)
         if done % 50 == 0:
             print(f"{done} of {len(jobs)} mutants run", flush=True)
+        if len(outcomes[mutant.module]) == expected[mutant.module]:
+            finished = ModuleResult.of(mutant.module, outcomes[mutant.module], equivalents)
+            results[mutant.module] = finished
+            print(f"{mutant.module}: {finished.score:.1%} of non-equivalent mutants killed")
+            if not args.report_only:
+                write_report(results)
 
     preload(line_map.get("libraries", []))
     run_all(jobs, args.workers, report)
-    results = _previous_results() if args.module else {}
     for module in modules:
-        results[module] = ModuleResult.of(module, outcomes[module], equivalents)
+        # A module without mutants (an `__init__` that only re-exports) is never reported.
+        results.setdefault(module, ModuleResult(module, mutants=0, killed=0))
     if not args.report_only:
         write_report(results)
     below = [r.module for r in results.values() if r.score < TARGET_SCORE]
-    for module in modules:
-        print(f"{module}: {results[module].score:.1%} of non-equivalent mutants killed")
     return 1 if below else 0
 
 
@@ -91,7 +110,8 @@ def _modules(named: list[str]) -> list[str]:
     unknown = sorted(set(named) - set(every))
     if unknown:
         raise SystemExit(f"no such module of memory_core: {', '.join(unknown)}")
-    return [module for module in every if not named or module in named]
+    # In the order named: the modules most in doubt first.
+    return list(dict.fromkeys(named)) if named else every
 
 
 def _line_map(kept: Path | None) -> dict[str, Any]:
@@ -122,8 +142,13 @@ def _job(mutant: Mutant, line_map: dict[str, Any]) -> Job:
         # may depend on it.
         tests = {name for names in by_line.values() for name in names if name}
         tests |= {name for name in durations if name.split("::")[0] in _importers(mutant.module)}
-    ordered = sorted(tests, key=lambda name: (durations.get(name, 0.0), name))
-    expected = sum(durations.get(name, 0.0) for name in ordered)
+    # Named by function, not by parameters: a mutant of a constant a test is parametrized
+    # with renames its cases.
+    by_function: dict[str, float] = defaultdict(float)
+    for name in tests:
+        by_function[name.split("[", 1)[0]] += durations.get(name, 0.0)
+    ordered = sorted(by_function, key=lambda name: (by_function[name], name))
+    expected = sum(by_function.values())
     return Job(mutant, ordered, max(TIMEOUT_FLOOR_SECONDS, TIMEOUT_FACTOR * expected))
 
 
@@ -140,11 +165,14 @@ def _importers(module: str) -> frozenset[str]:
     )
 
 
-def _previous_results() -> dict[str, ModuleResult]:
+def _previous_results(equivalents: list[Equivalent]) -> dict[str, ModuleResult]:
     if not RESULTS_PATH.exists():
         return {}
     stored = json.loads(RESULTS_PATH.read_text())
-    return {name: ModuleResult.from_json(name, data) for name, data in stored["modules"].items()}
+    return {
+        name: ModuleResult.from_json(name, data).recounted(equivalents)
+        for name, data in stored["modules"].items()
+    }
 
 
 if __name__ == "__main__":

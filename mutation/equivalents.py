@@ -22,11 +22,10 @@ class Equivalent:
     reason: str
 
     def matches(self, mutant: Mutant) -> bool:
-        return (self.module, self.line_text, self.change) == (
-            mutant.module,
-            mutant.line_text,
-            mutant.change,
-        )
+        return self.matches_text(mutant.module, mutant.line_text, mutant.change)
+
+    def matches_text(self, module: str, line_text: str, change: str) -> bool:
+        return (self.module, self.line_text, self.change) == (module, line_text, change)
 
 
 def load_equivalents(path: Path = EQUIVALENTS_PATH) -> list[Equivalent]:

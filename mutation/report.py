@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,7 +45,40 @@ class ModuleResult:
                 result.equivalent.append({**where, "reason": entry.reason})
             else:
                 result.survived.append({**where, "tested": outcome.verdict != "no_tests"})
+                if outcome.verdict == "error":
+                    result.survived[-1]["error"] = True
         return result
+
+    def recounted(self, equivalents: list[Equivalent]) -> ModuleResult:
+        """The same verdicts with the equivalences as they are now: a survivor an entry now
+        explains is equivalent, an equivalent one whose entry is gone survives again."""
+        uncounted = [
+            {key: value for key, value in entry.items() if key != "reason"} | {"tested": True}
+            for entry in self.equivalent
+        ]
+        equivalent, survived = [], []
+        for entry in [*uncounted, *self.survived]:
+            match = next(
+                (
+                    e
+                    for e in equivalents
+                    if e.matches_text(self.module, entry["code"], entry["change"])
+                ),
+                None,
+            )
+            if match is None:
+                survived.append(entry)
+            else:
+                kept = {key: entry[key] for key in ("line", "code", "change")}
+                equivalent.append({**kept, "reason": match.reason})
+        by_line = operator.itemgetter("line")
+        return ModuleResult(
+            self.module,
+            self.mutants,
+            self.killed,
+            sorted(equivalent, key=by_line),
+            sorted(survived, key=by_line),
+        )
 
     @classmethod
     def from_json(cls, module: str, data: dict[str, Any]) -> ModuleResult:
@@ -100,8 +134,11 @@ The changes: a comparison's boundary or sense (`<` and `<=`, `==` and `!=`, `in`
 flipped; `and` and `or` swapped; a condition negated (`if`, `while`, a conditional
 expression, a comprehension's filter) or its `not` removed; a unary minus removed; a
 returned value replaced by `None`. Docstrings, annotations, decorators and strings are left
-alone. Hypothesis runs derandomised with no example database, so a verdict is the same on
-every run.
+alone. A line run only as its module is imported (a constant, a default, a field's bound)
+is tested by every test that runs the module and every test file that imports it.
+Hypothesis runs derandomised with no example database and no shrinking, at 25 examples a
+property (a mutant needs one failing example; the profile `mutation` in `tests/conftest.py`),
+so a verdict is the same on every run.
 
 Why a runner of our own: mutmut 3 names each mutant after its file's path with only a
 `src/` prefix stripped, and it refuses a `pythonpath` setting, while this repository's
@@ -109,7 +146,10 @@ Lambda code is imported from `functions/` (`memory_core.window`, not
 `functions.memory_core.window`); cosmic-ray runs one whole test command per mutant, and
 our unit suite takes minutes. The runner here imports nothing it mutates, serves each
 mutant to a forked pytest through an import hook, and runs only the tests that execute the
-mutated line (found with coverage.py), so a run takes minutes, not hours.
+mutated line (found with coverage.py). A full run takes about an hour on two cores;
+`make mutation MODULES="window.py trim.py"` runs some modules and keeps the others'
+figures, and `python -m mutation --recount` applies an edited `equivalent.toml` to the
+stored results without running anything.
 """
 
 
@@ -149,5 +189,7 @@ def _markdown(results: dict[str, ModuleResult], stamp: str) -> str:
         lines.append("None: every mutant that can change behaviour is killed.")
     for module, entry in survivors:
         untested = "" if entry["tested"] else " (no unit test executes this line)"
+        if entry.get("error"):
+            untested = " (pytest could not run its tests)"
         lines.append(f"- `{module}:{entry['line']}` {entry['change']}{untested}")
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOMAIN = REPO_ROOT / "functions" / "memory_core"
 UNIT_TESTS = REPO_ROOT / "tests" / "unit"
+CONFTEST = "tests.conftest"
 RESULTS_PATH = REPO_ROOT / "mutation" / "results.json"
 EQUIVALENTS_PATH = REPO_ROOT / "mutation" / "equivalent.toml"
 REPORT_PATH = REPO_ROOT / "docs" / "mutation.md"

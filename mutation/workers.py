@@ -24,9 +24,9 @@ from typing import Any, Literal
 import pytest
 
 from mutation.mutants import Mutant
-from mutation.settings import DOMAIN, HYPOTHESIS_PROFILE, pytest_arguments
+from mutation.settings import CONFTEST, DOMAIN, HYPOTHESIS_PROFILE, pytest_arguments
 
-Verdict = Literal["killed", "survived", "timeout", "no_tests"]
+Verdict = Literal["killed", "survived", "timeout", "no_tests", "error"]
 _EXIT_TESTS_FAILED = 1
 _EXIT_INTERRUPTED = 2  # a collection error: the mutant broke an import
 
@@ -93,8 +93,9 @@ def _reap(running: dict[int, tuple[Job, float]], report: Callable[[Outcome], Non
     code = os.waitstatus_to_exitcode(status)
     verdict: Verdict = "survived" if code == 0 else "killed"
     if code not in (0, _EXIT_TESTS_FAILED, _EXIT_INTERRUPTED) and code > 0:
-        # pytest's own trouble (usage, no tests collected) is not a failing test.
-        raise RuntimeError(f"pytest exited {code} for {job.mutant.module}:{job.mutant.line}")
+        # pytest's own trouble (a usage error, no tests collected) is not a failing test:
+        # reported, and not counted as a kill.
+        verdict = "error"
     report(Outcome(job.mutant, verdict, now - started))
 
 
@@ -114,6 +115,12 @@ def _run_in_child(job: Job) -> int:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     sys.meta_path.insert(0, _MutantFinder(job.mutant))
+    try:
+        # pytest imports it before any test and stops with a usage error when it cannot:
+        # imported here, a failure is the mutant's.
+        importlib.import_module(CONFTEST)
+    except Exception:
+        return _EXIT_TESTS_FAILED
     collection = _CollectionErrors()
     code = int(
         pytest.main([*pytest_arguments(), "-x", "-p", "no:warnings", *job.tests], [collection])

@@ -15,13 +15,15 @@ settings.register_profile(
 )
 settings.register_profile("deep", parent=settings.get_profile("default"), max_examples=2000)
 # make mutation: the same examples on every run and no example database, so a mutant's
-# verdict does not depend on the runs before it; no shrinking, since any failure kills it.
+# verdict does not depend on the runs before it; no shrinking, since any failure kills it;
+# a quarter of the examples, since a mutant runs its tests again and again (docs/mutation.md).
 settings.register_profile(
     "mutation",
     parent=settings.get_profile("default"),
     derandomize=True,
     database=None,
     phases=[Phase.explicit, Phase.generate],
+    max_examples=25,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 

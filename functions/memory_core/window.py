@@ -19,7 +19,7 @@ messages left out, and the newest messages of the exchange from an answer on.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.tokens import (
@@ -80,9 +80,10 @@ class Window:
     """Each kept turn's estimate as kept (trimmed), oldest first, like `turns`."""
     trimmed_turns: tuple[bool, ...] = ()
     """Whether each kept turn was trimmed, oldest first, like `turns`."""
-    floor_kept: int = 0
+    floor_kept: int = field(kw_only=True)
     """How many of the newest turns the floor alone kept (0 with an omission): no
-    window of these candidates may keep fewer."""
+    window of these candidates may keep fewer. Always given: a default would hide a
+    window built without one."""
 
     @property
     def trimmed(self) -> int:

@@ -180,3 +180,37 @@ def test_the_score_counts_only_mutants_that_can_change_behaviour(
     assert [(s["line"], s["tested"]) for s in result.survived] == [(25, False), (25, True)]
     assert result.score == 19 / 21
     assert ModuleResult.from_json("sample.py", result.to_json()) == result
+
+
+def test_stored_results_follow_the_equivalences_as_they_are_now(
+    sample: list[Mutant], tmp_path: Path
+) -> None:
+    outcomes = [Outcome(m, "survived" if m.line == 24 else "killed", 0.1) for m in sample]
+    stored = ModuleResult.from_json(
+        "sample.py", ModuleResult.of("sample.py", outcomes, []).to_json()
+    )
+    assert [s["change"] for s in stored.survived] == [
+        "`total -= -1` → `total += -1`",
+        "`-1` → `+1`",
+        "`1` → `2`",
+        "`1` → `0`",
+    ]
+    explained = load_equivalents(
+        write_equivalents(
+            tmp_path,
+            """
+            [[equivalent]]
+            module = "sample.py"
+            line = "total -= -1"
+            change = "`1` → `0`"
+            reason = "r"
+            """,
+        )
+    )
+    recounted = stored.recounted(explained)
+    assert [e["change"] for e in recounted.equivalent] == ["`1` → `0`"]
+    assert len(recounted.survived) == 3
+    assert recounted.score == 18 / 21
+    # The entry removed, the mutant survives again.
+    assert len(recounted.recounted([]).survived) == 4
+    assert recounted.recounted([]).score == stored.score
