@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mutation.equivalents import equivalent_for, load_equivalents
+from mutation.equivalents import Equivalent, equivalent_for, load_equivalents
 from mutation.mutants import Mutant, mutants_of
 from mutation.report import ModuleResult
 from mutation.workers import Outcome, Verdict
@@ -157,10 +157,10 @@ def test_an_equivalence_without_its_reason_is_refused(tmp_path: Path) -> None:
         load_equivalents(path)
 
 
-def test_the_score_counts_only_mutants_that_can_change_behaviour(
-    sample: list[Mutant], tmp_path: Path
-) -> None:
-    equivalents = load_equivalents(
+@pytest.fixture
+def one_equivalence(tmp_path: Path) -> list[Equivalent]:
+    """`total -= -1` with `1` → `0` declared equivalent."""
+    return load_equivalents(
         write_equivalents(
             tmp_path,
             """
@@ -172,6 +172,12 @@ def test_the_score_counts_only_mutants_that_can_change_behaviour(
             """,
         )
     )
+
+
+def test_the_score_counts_only_mutants_that_can_change_behaviour(
+    sample: list[Mutant], one_equivalence: list[Equivalent]
+) -> None:
+    equivalents = one_equivalence
     verdicts: dict[int, Verdict] = {21: "survived", 20: "no_tests", 19: "survived", 18: "timeout"}
     outcomes = [Outcome(m, verdicts.get(m.index, "killed"), 0.1) for m in sample]
     result = ModuleResult.of("sample.py", outcomes, equivalents)
@@ -183,7 +189,7 @@ def test_the_score_counts_only_mutants_that_can_change_behaviour(
 
 
 def test_stored_results_follow_the_equivalences_as_they_are_now(
-    sample: list[Mutant], tmp_path: Path
+    sample: list[Mutant], one_equivalence: list[Equivalent]
 ) -> None:
     outcomes = [Outcome(m, "survived" if m.line == 24 else "killed", 0.1) for m in sample]
     stored = ModuleResult.from_json(
@@ -195,19 +201,7 @@ def test_stored_results_follow_the_equivalences_as_they_are_now(
         "`1` → `2`",
         "`1` → `0`",
     ]
-    explained = load_equivalents(
-        write_equivalents(
-            tmp_path,
-            """
-            [[equivalent]]
-            module = "sample.py"
-            line = "total -= -1"
-            change = "`1` → `0`"
-            reason = "r"
-            """,
-        )
-    )
-    recounted = stored.recounted(explained)
+    recounted = stored.recounted(one_equivalence)
     assert [e["change"] for e in recounted.equivalent] == ["`1` → `0`"]
     assert len(recounted.survived) == 3
     assert recounted.score == 18 / 21

@@ -2,7 +2,12 @@ import json
 
 import pytest
 
-from memory_core.tokens import estimate_content_tokens, estimate_tokens, estimate_turn_tokens
+from memory_core.tokens import (
+    block_chars,
+    estimate_content_tokens,
+    estimate_tokens,
+    estimate_turn_tokens,
+)
 from tests.unit.conversation_builders import Clock, text, tool_result, tool_use, turn
 
 
@@ -57,3 +62,11 @@ def test_an_image_carries_no_text_and_counts_nothing():
 def test_a_turn_is_estimated_from_its_content():
     clock = Clock()
     assert estimate_turn_tokens(turn(clock, "user", text("x" * 41))) == 11
+
+
+def test_a_block_without_text_costs_nothing_beside_the_text() -> None:
+    # Converse's images and documents carry no text the estimate can count.
+    image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}
+    assert block_chars(image) == 0
+    # Five characters are two tokens with the image or without it.
+    assert estimate_content_tokens([{"text": "abcde"}, image]) == 2

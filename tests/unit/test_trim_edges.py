@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory_core.tokens import (
     chars_to_tokens,
     estimate_content_tokens,
@@ -122,3 +124,38 @@ def test_a_trimmed_message_may_exceed_its_budget_by_its_marker_line_and_no_more(
     kept = tokens_to_chars(SHAPE.head_tokens + SHAPE.tail_tokens)
     assert len(huge) == kept + len("\n" + omission_marker(999_201) + "\n")
     assert estimate_content_tokens([text(huge)]) <= SHAPE.max_message_tokens
+
+
+@pytest.mark.parametrize("length", [100, 3200])
+def test_a_text_no_longer_than_head_and_tail_together_is_never_cut(length: int) -> None:
+    # A shape whose head and tail (400 tokens each, 3,200 characters together) outgrow its
+    # budget, as one built by hand may: cutting would keep every character anyway.
+    shape = TrimShape(max_message_tokens=10, head_tokens=400, tail_tokens=400)
+    original = turn(Clock(), "user", text("x" * length))
+    assert trim_turn(original, shape) is original
+
+
+def test_one_character_past_head_and_tail_is_cut() -> None:
+    shape = TrimShape(max_message_tokens=10, head_tokens=400, tail_tokens=400)
+    original = turn(Clock(), "user", text("x" * 3201))
+    trimmed = trim_turn(original, shape)
+    assert trimmed is not original
+    assert "omitted" in trimmed.content[0]["text"]
+
+
+def test_what_the_cut_does_not_reach_is_kept_as_it_was_images_included() -> None:
+    image = {"image": {"format": "png", "source": {"s3Location": {"uri": "s3://b/k.png"}}}}
+    result = {
+        "toolResult": {
+            "toolUseId": "t1",
+            "content": [{"text": "first"}, image, {"text": "y" * 8000}, {"text": "last"}],
+        }
+    }
+    original = turn(Clock(), "user", result, text("question"), image)
+    trimmed = trim_turn(original, TrimShape.for_budget(1000))
+    items = trimmed.content[0]["toolResult"]["content"]
+    assert items[0] == {"text": "first"}
+    assert items[1] == image
+    assert "omitted" in items[2]["text"]
+    assert items[3] == {"text": "last"}
+    assert list(trimmed.content[1:]) == [text("question"), image]
