@@ -170,7 +170,7 @@ class _Sites:
 def _is_docstring_or_unmutated(node: ast.AST) -> bool:
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return isinstance(node.value.value, str)
-    if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",):
+    if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
         return True
     if isinstance(node, ast.Assign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
-import importlib.util
 import os
 import signal
 import sys
@@ -18,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -144,9 +144,9 @@ class _MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, mutant: Mutant) -> None:
         self._mutant = mutant
-        path = DOMAIN / mutant.module
-        self._filename = str(path)
-        parts = ["memory_core", *path.relative_to(DOMAIN).with_suffix("").parts]
+        self._path = DOMAIN / mutant.module
+        self._filename = str(self._path)
+        parts = ["memory_core", *Path(mutant.module).with_suffix("").parts]
         self._is_package = parts[-1] == "__init__"
         self._name = ".".join(parts[:-1] if self._is_package else parts)
 
@@ -155,13 +155,10 @@ class _MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     ) -> ModuleSpec | None:
         if fullname != self._name:
             return None
-        spec = importlib.util.spec_from_loader(
-            fullname, self, origin=self._filename, is_package=self._is_package
-        )
-        if spec is not None and self._is_package:
-            spec.submodule_search_locations = [str(DOMAIN / self._mutant.module).rsplit("/", 1)[0]]
-        if spec is not None:
-            spec.has_location = True
+        spec = ModuleSpec(fullname, self, origin=self._filename, is_package=self._is_package)
+        if self._is_package:
+            spec.submodule_search_locations = [str(self._path.parent)]
+        spec.has_location = True
         return spec
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
