@@ -72,8 +72,7 @@ def mutants_of(path: Path, module: str) -> list[Mutant]:
     """Every mutant of the module at `path`, in source order."""
     source = path.read_text()
     lines = source.splitlines()
-    original = ast.parse(source)
-    sites = list(_Sites(original))
+    sites = list(_Sites(ast.parse(source)))
     mutants = []
     for index, site in enumerate(sites):
         tree = ast.parse(source)
@@ -112,7 +111,7 @@ class _Sites:
 
     def __init__(self, tree: ast.Module) -> None:
         self._found: list[tuple[_Site, ast.AST]] = []
-        self._visit(tree, skip=False)
+        self._visit(tree)
 
     def __iter__(self) -> Iterator[_Site]:
         return (site for site, _ in self._found)
@@ -124,18 +123,17 @@ class _Sites:
         located = node.ifs[detail] if isinstance(node, ast.comprehension) else node
         self._found.append((_Site(kind, getattr(located, "lineno", 0), detail), node))
 
-    def _visit(self, node: ast.AST, *, skip: bool) -> None:
+    def _visit(self, node: ast.AST) -> None:
         if _is_docstring_or_unmutated(node):
             return
-        if not skip:
-            self._sites_of(node)
+        self._sites_of(node)
         for field, value in ast.iter_fields(node):
             if field in ("annotation", "returns", "type_comment", "decorator_list"):
                 continue
             children = value if isinstance(value, list) else [value]
             for child in children:
                 if isinstance(child, ast.AST):
-                    self._visit(child, skip=skip)
+                    self._visit(child)
 
     def _sites_of(self, node: ast.AST) -> None:
         if isinstance(node, ast.Compare):
