@@ -144,37 +144,44 @@ def _merged_question_left_out(
     """The last message without the oldest blocks that are not the current message's.
 
     Repairs move tool results first, so the current message's blocks need not be
-    the last ones: they are told by their content. A cache point is no message:
-    it is never counted as omitted, and it goes only with the last of the blocks
-    before it, as it would otherwise mark a prefix holding none of the history.
+    the last ones: they are told by their content, matched from the end, where
+    the current message was merged. A cache point is no message: it is never
+    counted as omitted, and it stays only while a block of the history stays
+    before it. It marks a prefix of the history; once none is left it would only
+    add its bytes to a current message `current_fits` measured without them.
     """
     protected = Counter(_key(_as_text(block)) for block in current)
-    droppable = []
-    for position, block in enumerate(last["content"]):
+    history = set()
+    for position in reversed(range(len(last["content"]))):
+        block = last["content"][position]
         if "cachePoint" in block:
             continue
         if protected[_key(block)]:
             protected[_key(block)] -= 1
         else:
-            droppable.append(position)
+            history.add(position)
     content = list(last["content"])
     gone: set[int] = set()
-    for position in droppable:
+    for position in sorted(history):
         if fits({"role": last["role"], "content": content}, omitted):
             break
         gone.add(position)
-        content = _without(last["content"], gone)
+        content = _without(last["content"], gone, history)
         omitted += 1
     return [{"role": last["role"], "content": content}], omitted
 
 
-def _without(content: Sequence[dict[str, Any]], gone: set[int]) -> list[dict[str, Any]]:
-    """`content` without the blocks at `gone`, nor a cache point left with nothing before it."""
+def _without(
+    content: Sequence[dict[str, Any]], gone: set[int], history: set[int]
+) -> list[dict[str, Any]]:
+    """`content` without the blocks at `gone`, nor a cache point no kept history block precedes."""
     kept: list[dict[str, Any]] = []
+    history_kept = False
     for index, block in enumerate(content):
-        if index in gone or ("cachePoint" in block and not kept):
+        if index in gone or ("cachePoint" in block and not history_kept):
             continue
         kept.append(block)
+        history_kept = history_kept or index in history
     return kept
 
 

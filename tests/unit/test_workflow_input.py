@@ -42,6 +42,13 @@ def fragments(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     recorded = draw(tool_conversations(max_exchanges=4))
     history = window_of(as_turns(recorded, T0)).messages()
     current = draw(contact_messages(pending_calls(recorded)))
+    unanswered = history[-1]["content"] if history and history[-1]["role"] == "user" else []
+    said = [block for block in unanswered if "text" in block]
+    repeats: bool = draw(st.booleans())
+    if said and repeats:
+        # The contact says again what went unanswered ("hello?", "hello?"): equal blocks on
+        # both sides of the point after the history.
+        current = [*current, draw(st.sampled_from(said))]
     memory = draw(st.one_of(st.none(), st.text(min_size=1, max_size=400).filter(str.strip)))
     cache = draw(st.sampled_from(EVERY_CACHE_POINTS))
     fragment = converse_fragment(history, {"role": "user", "content": current}, memory, cache)
@@ -118,9 +125,31 @@ def test_a_fragment_that_fits_is_given_whole(drawn):
         assert (fitted.omitted_messages, fitted.memory_omitted) == (0, False)
 
 
-@given(fragments(), st.integers(200, 120_000))
-def test_over_the_limit_the_oldest_go_first_with_a_true_count_and_the_current_stays(drawn, limit):
-    fragment, current = drawn
+def _smallest_limit_accepting(current: list[dict[str, Any]]) -> int:
+    low, high = 0, 10**7
+    while low < high:
+        middle = (low + high) // 2
+        if current_fits({"role": "user", "content": current}, middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+@st.composite
+def fragments_with_limits(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """A fragment, its current message's blocks, and a limit: anywhere, or within 64 bytes
+    of the smallest at which the current message is accepted, where every block but the
+    current message's must go, and a cache point's bytes decide."""
+    fragment, current = draw(fragments())
+    smallest = _smallest_limit_accepting(current)
+    limit = draw(st.one_of(st.integers(200, 120_000), st.integers(smallest, smallest + 64)))
+    return fragment, current, limit
+
+
+@given(fragments_with_limits())
+def test_over_the_limit_the_oldest_go_first_with_a_true_count_and_the_current_stays(drawn):
+    fragment, current, limit = drawn
     fitted = model_input(fragment, current, limit)
     rendered = sdk_member_names(tools_as_text(fragment["messages"]))
     assert_valid_for_converse(as_converse(fitted))

@@ -213,3 +213,34 @@ def test_the_current_messages_block_is_told_by_its_content_whatever_its_members_
     fitted = model_input(fragment, [sent, *NOW], 200)
     assert fitted.omitted_messages == 1
     assert fitted.messages == sdk_member_names([_marked(1, False, stored, *NOW)])
+
+
+def test_a_cache_point_between_a_question_and_the_same_words_goes_with_the_question():
+    # The contact said "now" twice: the first is history, behind the point after the history;
+    # the second is the current message, and a current message that fits alone fits unmarked
+    # by the point, which marks a prefix of a history no longer there.
+    cache = {"cachePoint": {"type": "default", "ttl": "1h"}}
+    fragment = {
+        "system": [text("m" * 500)],
+        "messages": [{"role": "user", "content": [*NOW, cache, *NOW]}],
+    }
+    smallest_accepted = _size([], [_marked(10**9, True, *NOW)])
+    assert current_fits({"role": "user", "content": NOW}, smallest_accepted)
+    fitted = model_input(fragment, NOW, smallest_accepted)
+    assert fitted.size <= smallest_accepted
+    assert (fitted.omitted_messages, fitted.memory_omitted) == (1, True)
+    assert fitted.messages == sdk_member_names([_marked(1, True, *NOW)])
+
+
+def test_a_cache_point_after_a_current_result_moved_first_goes_with_the_history_after_it():
+    # The repairs put the current message's tool result before the question it was merged
+    # into; the point before the question goes with the question.
+    cache = {"cachePoint": {"type": "default"}}
+    result = text("[tool result t2]\nfound")
+    fragment = {
+        "system": [],
+        "messages": [{"role": "user", "content": [result, cache, text("x" * 3000)]}],
+    }
+    fitted = model_input(fragment, [result], _size([], [_marked(1, False, result)]))
+    assert fitted.omitted_messages == 1
+    assert fitted.messages == sdk_member_names([_marked(1, False, result)])
