@@ -241,10 +241,10 @@ def _long_exchange(read: _Read, limits: WindowLimits, candidate_count: int | Non
     answers = [turn.role == "assistant" for turn in read.turns[:end]]
     while run and not answers[run - 1] and run < room:
         run += 1
-    floor_held = True
+    # Where the cap stopped that on a result, the edge moves in, and the growth below
+    # finds no answer to stop on between it and the cap: nothing is added.
     while run and not answers[run - 1]:
         run -= 1
-        floor_held = False
 
     def omission(run: int) -> ExchangeOmission:
         return ExchangeOmission(end - run, question is not None)
@@ -256,14 +256,13 @@ def _long_exchange(read: _Read, limits: WindowLimits, candidate_count: int | Non
         return chars_to_tokens(question_chars + block_chars(omission(run).block()))
 
     tokens = sum(read.tokens[:run])
-    if floor_held:
-        pending = 0
-        for index in range(run, room):
-            pending += read.tokens[index]
-            if tokens + pending + opening_tokens(index + 1) > limits.max_tokens:
-                break
-            if answers[index]:
-                run, tokens, pending = index + 1, tokens + pending, 0
+    pending = 0
+    for index in range(run, room):
+        pending += read.tokens[index]
+        if tokens + pending + opening_tokens(index + 1) > limits.max_tokens:
+            break
+        if answers[index]:
+            run, tokens, pending = index + 1, tokens + pending, 0
     return _result(
         read,
         run,
@@ -271,6 +270,7 @@ def _long_exchange(read: _Read, limits: WindowLimits, candidate_count: int | Non
         question=question,
         omission=omission(run),
         opening_tokens=opening_tokens(run),
+        floor_kept=0,
     )
 
 
@@ -293,7 +293,7 @@ def _result(
     question: int | None = None,
     omission: ExchangeOmission | None = None,
     opening_tokens: int = 0,
-    floor_kept: int = 0,
+    floor_kept: int,
 ) -> Window:
     """The window of the newest `kept` turns read, and (SPEC 5.5.7) the long exchange's question.
 

@@ -97,9 +97,10 @@ def test_the_floor_is_kept_over_the_budget_and_nothing_more():
 
 def test_beyond_the_floor_the_budget_stops_the_exchange_at_an_answer():
     limits = default_limits(HISTORY_WINDOW_FLOOR_MESSAGES="2")
-    history = tool_loop(Clock(), 20, result_chars=len(chars(300)))
+    history = tool_loop(Clock(), 20, result_chars=len(chars(500)))
     window = window_of(history, limits)
     assert window.estimated_tokens <= 4000
+    assert window.kept < 25 - 1  # the budget stopped it, not the cap
     assert window.turns[1].role == "assistant"
     omitted = window.omission.omitted if window.omission else 0
     # One more call and its result would not fit.
