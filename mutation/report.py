@@ -44,9 +44,10 @@ class ModuleResult:
             elif (entry := equivalent_for(mutant, equivalents)) is not None:
                 result.equivalent.append({**where, "reason": entry.reason})
             else:
-                result.survived.append({**where, "tested": outcome.verdict != "no_tests"})
+                survivor = {**where, "tested": outcome.verdict != "no_tests"}
                 if outcome.verdict == "error":
-                    result.survived[-1]["error"] = True
+                    survivor["error"] = True
+                result.survived.append(survivor)
         return result
 
     def recounted(self, equivalents: list[Equivalent]) -> ModuleResult:

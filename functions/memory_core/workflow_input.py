@@ -152,8 +152,7 @@ def _merged_question_left_out(
     """
     protected = Counter(_key(_as_text(block)) for block in current)
     history = set()
-    for position in reversed(range(len(last["content"]))):
-        block = last["content"][position]
+    for position, block in reversed(list(enumerate(last["content"]))):
         if "cachePoint" in block:
             continue
         if protected[_key(block)]:
