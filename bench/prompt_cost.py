@@ -47,7 +47,7 @@ from bench.bedrock_cache import (
 )
 from bench.common import REPO_ROOT, SEED
 from memory_core.settings import load_settings
-from memory_core.tokens import block_chars, chars_to_tokens, estimate_tokens, tokens_to_chars
+from memory_core.tokens import block_units, estimate_tokens, tokens_to_chars, units_to_tokens
 from tests.support.simulation import Exchange, SimulatedClock, Simulation, play
 
 AGENT_PROMPT_TOKENS = 1500
@@ -169,8 +169,8 @@ def block_key(role: str, block: Mapping[str, Any]) -> str:
 
 
 def block_tokens(block: Mapping[str, Any]) -> int:
-    """The service's estimate: ceil(characters / 4) of the block's text (a tool block's JSON)."""
-    return chars_to_tokens(block_chars(block))
+    """The service's estimate of the block's text (a tool block's JSON), in tokens."""
+    return units_to_tokens(block_units(block))
 
 
 def as_prompt(system: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]]) -> Prompt:

@@ -7,7 +7,12 @@ Lambda maps that principal to the tenants it may act for, from the rules'
 What API Gateway refuses itself, before the Lambda runs (a denied or unsigned
 call, a body the validator rejects, throttling, a timeout, a method the route
 does not serve), is answered in the same `{"error": {"code", "message"}}` shape
-as the Lambda's refusals.
+as the Lambda's refusals. What the gateway passes on, the Lambda refuses in
+that shape: a POST without a Content-Type or of another type (a Lambda proxy
+integration has no media type to refuse) is the Lambda's 415; an id the
+resource path matched but its pattern does not (`a%01b`) the Lambda's 400. A
+body over 10 MB is the gateway's own 413, whose body cannot be customised; the
+Lambda and the local runner hold to the same limit in the API's shape.
 
 `application/json` is a binary media type of the API: API Gateway would decode
 a text body as UTF-8 and replace the bytes that are not with U+FFFD, so the

@@ -3,10 +3,12 @@
 Every request, `/health` and `/openapi.json` included, is handed to the
 Lambda's own `lambda_handler` as a REST proxy event, and its answer (status,
 headers, body) is written back as it is, so no route exists twice. What API
-Gateway itself refuses before a Lambda runs (a body over 10 MB) is refused
-here the same way. Bodies reach the handler as API Gateway passes them: a JSON
-body as its bytes, base64-encoded (`proxy_events.event_body`), never decoded here
-with replacement characters; a HEAD is answered without a body.
+Gateway itself refuses before a Lambda runs (a body over 10 MB, on its declared
+size and at once; a Content-Length that is no length) is refused here the same
+way. Bodies reach the handler as API Gateway passes them: a JSON body as its
+bytes, base64-encoded (`proxy_events.event_body`), never decoded here with
+replacement characters, and with the headers as sent (no Content-Type made up
+for a client that sent none); a HEAD is answered without a body.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -22,19 +25,23 @@ from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote
 
+from converse_history.errors import ApiError
+from converse_history.proxy_event import MAX_BODY_BYTES, payload_too_large
 from local.proxy_events import LambdaContextStandIn, proxy_event
 
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
-MAX_BODY_BYTES = 10 * 1024 * 1024
-"""API Gateway's payload limit: a larger request never reaches the Lambda."""
-
 FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 """API Gateway's `ANY`: the methods that reach the Lambda."""
 
+# MAX_BODY_BYTES is API Gateway's 10 MB, as the Lambda holds to it: one limit, one 413.
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
-"""How much of a refused body is read and dropped before the connection is closed."""
+"""How much of a refused body is read and dropped, after the answer, before closing."""
+
+LINGER_IDLE_SECONDS = 2.0
+"""After a refusal, a client silent this long has nothing more to send: the connection closes."""
 
 _DECISION = re.compile(rb'\{"decision":\s*"([a-z_]+)"')
 
@@ -143,7 +150,13 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         body = self._read_body()
         if body is None:
             return  # already refused
-        event = proxy_event(self.command, self.path, body, self._request_headers())
+        event = proxy_event(
+            self.command,
+            request_target(self.path),
+            body,
+            self._request_headers(),
+            default_content_type=None,
+        )
         context = LambdaContextStandIn(aws_request_id=event["requestContext"]["requestId"])
         try:
             with self.server.invocation_lock:
@@ -157,59 +170,75 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         self._write_answer(answer)
 
     def _read_body(self) -> bytes | None:
-        """The request body, or None after answering a refusal for it."""
+        """The request body, or None after answering a refusal for it.
+
+        Every refusal here is answered before any of the body is read: a client
+        that declares 1 TB and waits for an answer gets its 413 at once.
+        """
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self._refuse(
-                HTTPStatus.LENGTH_REQUIRED,
-                "length_required",
-                "send the body with a Content-Length; chunked transfer is not supported",
+            self._refuse_unread(
+                ApiError(
+                    HTTPStatus.LENGTH_REQUIRED,
+                    "length_required",
+                    "send the body with a Content-Length; chunked transfer is not supported",
+                )
             )
             return None
-        declared = self.headers.get("Content-Length")
-        if declared is None:
+        declared = self.headers.get_all("Content-Length") or []
+        if not declared:
             return b""
-        try:
-            length = int(declared)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self._refuse(HTTPStatus.BAD_REQUEST, "invalid_request", f"Content-Length: {declared!r}")
-            return None
-        if length > MAX_BODY_BYTES:
-            # Refused on the declared size: a huge body is never buffered.
-            self._discard(length)
-            self._refuse(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                "payload_too_large",
-                f"the request body is {length} bytes; the limit is {MAX_BODY_BYTES} (10 MB)",
+        digits = declared_length(declared)
+        if digits is None:
+            shown = ", ".join(declared)
+            self._refuse_unread(
+                ApiError(
+                    HTTPStatus.BAD_REQUEST,
+                    "invalid_request",
+                    f"Content-Length: {shown[:40]!r} is not a length; "
+                    "send the body's size in bytes, in decimal digits",
+                )
             )
             return None
+        if len(digits) > len(str(MAX_BODY_BYTES)) or int(digits) > MAX_BODY_BYTES:
+            # Refused on the declared size: a huge body is never waited for, nor buffered.
+            exact = int(digits) if len(digits) <= 19 else None
+            self._refuse_unread(payload_too_large(exact), expected=exact)
+            return None
         try:
-            return self.rfile.read(length)
+            return self.rfile.read(int(digits))
         except TimeoutError:
             # The client stopped sending: there is no complete request to answer.
             self.close_connection = True
             return None
 
-    def _discard(self, length: int) -> None:
-        """Read and drop a refused body, so the client, still sending, gets the answer.
+    def _refuse_unread(self, error: ApiError, expected: int | None = None) -> None:
+        """Answer `error` now, then read and drop what the client still sends, then close.
 
-        Closing a socket with unread data resets the connection, and a client
-        in the middle of its upload would see the reset instead of the 413.
-        Past MAX_DISCARD_BYTES the connection is simply closed.
+        The answer goes first, so a client waiting for it has it at once. The
+        body is then drained (up to `expected` bytes, at most MAX_DISCARD_BYTES,
+        until the client is silent for LINGER_IDLE_SECONDS), because closing a
+        socket with unread data resets the connection, and a client in the
+        middle of its upload would see the reset instead of the answer.
         """
-        remaining = min(length, MAX_DISCARD_BYTES)
-        while remaining > 0:
-            chunk = self.rfile.read(min(remaining, 1024 * 1024))
-            if not chunk:
-                return
-            remaining -= len(chunk)
+        self._refuse(HTTPStatus(error.status), error.code, error.message)
+        try:
+            self.connection.shutdown(socket.SHUT_WR)  # the answer is whole: the client may read it
+            self.connection.settimeout(LINGER_IDLE_SECONDS)
+            remaining = min(expected or MAX_DISCARD_BYTES, MAX_DISCARD_BYTES)
+            deadline = time.monotonic() + READ_TIMEOUT_SECONDS
+            while remaining > 0 and time.monotonic() < deadline:
+                chunk = self.rfile.read1(min(remaining, 1024 * 1024))
+                if not chunk:
+                    return
+                remaining -= len(chunk)
+        except OSError:
+            return  # silent for too long, or gone: nothing more to read
 
     def _request_headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
         for received_name, value in self.headers.items():
-            # The event carries a default `Content-Type`; a client's, in any case, replaces it
-            # rather than sitting beside it under a second spelling.
+            # A client's `Content-Type`, in any case, is passed on under one spelling; none is
+            # made up for a client that sent none (the handler refuses a body without one).
             name = "Content-Type" if received_name.lower() == "content-type" else received_name
             # A repeated header reaches the Lambda joined, as in API Gateway's `headers`.
             headers[name] = f"{headers[name]},{value}" if name in headers else value
@@ -273,6 +302,45 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
             return
         status = HTTPStatus(code)
         self._refuse(status, status.phrase.lower().replace(" ", "_"), message or status.phrase)
+
+
+_LENGTH = re.compile(r"[0-9]+")
+
+
+def declared_length(values: list[str]) -> str | None:
+    """The body's length as its Content-Length headers declare it, in digits without leading
+    zeros; None when they declare none.
+
+    RFC 9110 8.6: one or more decimal digits. A header repeated, or a list, with
+    one value throughout is that value (`5, 5`); a sign, a `_`, hex, a fraction or
+    values that differ are no length at all, and a request that cannot be framed
+    is refused rather than guessed at (Python's `int()` would take `+5` and `1_0`).
+    """
+    found = {part.strip() for value in values for part in value.split(",")}
+    if len(found) != 1:
+        return None
+    (digits,) = found
+    if not _LENGTH.fullmatch(digits):
+        return None
+    return digits.lstrip("0") or "0"
+
+
+_TARGET_CHARACTERS = ":/?#[]@!$&'()*+,;=%"
+"""What a request target holds besides letters, digits and `-._~` (RFC 3986's reserved, `%`)."""
+_NOT_IN_A_TARGET = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]")
+
+
+def request_target(received: str) -> str:
+    """The request target as a client should have sent it: bytes no URI holds percent-encoded.
+
+    http.server passes the request line on as Latin-1, control characters and
+    raw UTF-8 included. Percent-encoded, `a\\x01b` in a contact reaches the
+    handler as `a%01b` and is refused by the id's pattern, naming `contactId`,
+    as API Gateway passes a path; what was already encoded is left as it is.
+    """
+    if not _NOT_IN_A_TARGET.search(received):
+        return received
+    return quote(received.encode("latin-1"), safe=_TARGET_CHARACTERS)
 
 
 def printable(text: str) -> str:

@@ -40,14 +40,25 @@ def proxy_event(
     body: bytes | str | None = None,
     headers: dict[str, str] | None = None,
     caller_arn: str | None = None,
+    *,
+    default_content_type: str | None = "application/json",
 ) -> dict[str, Any]:
-    """A REST proxy event; a `bytes` body as API Gateway passes it (`event_body`)."""
+    """A REST proxy event; a `bytes` body as API Gateway passes it (`event_body`).
+
+    A request whose `headers` name no Content-Type gets `default_content_type`
+    (the tests' requests are JSON unless they say otherwise); the local gateway
+    passes None, so a client that sent none reaches the handler without one.
+    """
     split = urlsplit(target)
     query = {k: v[-1] for k, v in parse_qs(split.query).items()}
     multi_query = parse_qs(split.query)
     request_id = str(uuid.uuid4())
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    content_type = [v for k, v in all_headers.items() if k.lower() == "content-type"][-1]
+    all_headers = dict(headers or {})
+    content_types = [v for k, v in all_headers.items() if k.lower() == "content-type"]
+    if not content_types and default_content_type is not None:
+        all_headers = {"Content-Type": default_content_type, **all_headers}
+        content_types = [default_content_type]
+    content_type = content_types[-1] if content_types else ""
     text, is_base64 = event_body(body, content_type) if isinstance(body, bytes) else (body, False)
     return {
         "resource": split.path,

@@ -35,6 +35,10 @@ class ConversationKey:
     def partition(self) -> str:
         return f"TENANT#{self.tenant_id}#CONTACT#{self.contact_id}"
 
+    def log_fields(self) -> dict[str, str]:
+        """Who a log line is about: the tenant and the contact, never what was said."""
+        return {"tenant": self.tenant_id, "contact": self.contact_id}
+
 
 @dataclass(frozen=True, slots=True)
 class RecordedTurn:
@@ -77,6 +81,9 @@ class StateChange:
     """The turn is at or below the state's late bound, as read: it joins the late list."""
     stable_edge: StableEdge | None = None
     """The cache-stable window's edge after this call; None clears it."""
+    window_at: datetime | None = None
+    """The message's arrival, when a window is served for it (no escalation): it becomes
+    the state's `last_window_at`; None leaves that as it was."""
 
 
 class Duplicate(Exception):

@@ -25,6 +25,7 @@ from adapters.conversation_store import (
     format_instant,
 )
 from adapters.dynamodb_items import (
+    LAST_WINDOW_AT,
     STATE_SK,
     TTL_ATTRIBUTE,
     Item,
@@ -94,6 +95,9 @@ class DynamoDBConverseCommit(DynamoDBTable):
         if change.lease_until is not None:
             sets.append("leaseUntil = :lease")
             values[":lease"] = {"N": str(int(change.lease_until.timestamp()))}
+        if change.window_at is not None:
+            sets.append(f"{LAST_WINDOW_AT} = :window_at")
+            values[":window_at"] = {"S": format_instant(change.window_at)}
         if change.expected_version == 0:
             condition = "attribute_not_exists(#version)"
         else:

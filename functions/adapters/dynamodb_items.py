@@ -44,8 +44,12 @@ FOLD_PREFIX = "FOLD#"
 FOLD_VERSION_DIGITS = 12
 """Fixed width, so the memory items sort by version."""
 TTL_ATTRIBUTE = "expiresAt"
+STATED_SENT_AT_ATTRIBUTE = "statedSentAt"
+"""A turn item whose sender's clock ran ahead: the `sentAt` it gave (`sentAt` is its arrival)."""
 USAGE_ATTRIBUTE = "usage"
 """A reply's turn item: the model's token usage, as reported with it."""
+LAST_WINDOW_AT = "lastWindowAt"
+"""The state's `ConversationState.last_window_at`."""
 TURNS_END = TURN_PREFIX + "~"
 """Sorts after every turn key and before the state's (`TURN#~STATE`)."""
 
@@ -83,7 +87,7 @@ def fold_sort_key(version: int) -> str:
 
 def turn_item(partition: str, turn: Turn, *, encoded: str, tokens: int, ttl: int) -> Item:
     """The turn as stored; `encoded` is its content as one JSON string."""
-    return {
+    item: Item = {
         **item_key(partition, turn_sort_key(turn.position)),
         "turnId": {"S": turn.id},
         "role": {"S": turn.role},
@@ -92,6 +96,9 @@ def turn_item(partition: str, turn: Turn, *, encoded: str, tokens: int, ttl: int
         "tokens": {"N": str(tokens)},
         TTL_ATTRIBUTE: {"N": str(ttl)},
     }
+    if turn.stated_sent_at is not None:
+        item[STATED_SENT_AT_ATTRIBUTE] = {"S": format_instant(turn.stated_sent_at)}
+    return item
 
 
 def turn_from(item: Mapping[str, Any]) -> Turn:
@@ -102,6 +109,7 @@ def turn_from(item: Mapping[str, Any]) -> Turn:
         content=json.loads(item["content"]["S"]),
         sent_at=position.sent_at,
         recorded_at=position.recorded_at,
+        stated_sent_at=_instant(item, STATED_SENT_AT_ATTRIBUTE),
     )
 
 
@@ -196,6 +204,7 @@ def state_from(item: Mapping[str, Any]) -> ConversationState:
         compaction_version=_number(item, "foldVersion"),
         turns_recorded=_number(item, "turnsRecorded"),
         stable_edge=_stable_edge_from(item),
+        last_window_at=_instant(item, LAST_WINDOW_AT),
     )
 
 

@@ -17,7 +17,13 @@ from itertools import accumulate
 from math import inf
 from typing import Any, Protocol
 
-from memory_core.tokens import estimate_tokens, readable_texts, tokens_to_chars
+from memory_core.tokens import (
+    ASCII_UNITS,
+    estimate_tokens,
+    readable_texts,
+    text_units,
+    tokens_to_units,
+)
 from memory_core.trim import TrimShape, trim_text
 from memory_core.turns import Turn
 
@@ -140,13 +146,37 @@ class OfflineSummariser:
         """The turns it covers (its entries, when the count is unknown)."""
 
     def summarise(self, previous: str | None, turns: Sequence[Turn], max_tokens: int) -> Summary:
-        limit = tokens_to_chars(max_tokens)
         stretches = self._halving(self._read(previous or ""))
         if turns:
             stretches.append(self._stretch_of(turns))
-        text = self._clip(self._layout(stretches, limit), limit)
+        text = self._within(stretches, tokens_to_units(max_tokens))
         input_tokens = estimate_tokens(previous or "") + estimate_tokens(transcript(turns))
         return Summary(text, input_tokens, estimate_tokens(text))
+
+    def _within(self, stretches: list[_Stretch], cap: int) -> str:
+        """The longest layout whose cost is within `cap` units.
+
+        The layout counts characters: at most as many as `cap` buys of ASCII ones,
+        which fits when the summary is ASCII; otherwise (other scripts cost more a
+        character) the most characters that fit, found by halving.
+        """
+
+        def laid_out(limit: int) -> str:
+            return self._clip(self._layout(stretches, limit), limit)
+
+        fits, over = 0, cap // ASCII_UNITS
+        text = laid_out(over)
+        if text_units(text) <= cap:
+            return text
+        best = ""
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            text = laid_out(middle)
+            if text_units(text) <= cap:
+                fits, best = middle, text
+            else:
+                over = middle
+        return best
 
     # Reading and writing the format.
 

@@ -90,7 +90,16 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 @tracer.capture_method(capture_response=False)
 def fold_one(record: SQSRecord) -> None:
     request = CompactionRequest.model_validate_json(record.body)
-    COMPACTOR.compact(ConversationKey(request.tenant_id, request.contact_id))
+    key = ConversationKey(request.tenant_id, request.contact_id)
+    # Every line logged while folding names the conversation, and a failure says whose.
+    logger.append_keys(**key.log_fields())
+    try:
+        COMPACTOR.compact(key)
+    except Exception as error:
+        logger.warning("compaction_failed", extra={"error": type(error).__name__})
+        raise
+    finally:
+        logger.remove_keys(list(key.log_fields()))
 
 
 @logger.inject_lambda_context

@@ -365,24 +365,21 @@ class MessageBody(_Strict):
 
 
 class UserMessageBody(MessageBody):
-    """The contact's own message: text, with tool results beside it perhaps, never a tool call."""
+    """The contact's own message: text, with tool results beside it perhaps; or only the
+    results of the pending tool calls, the agent's loop going on; never a tool call."""
 
     content: list[ContentBlock] | None = Field(
         None,
         min_length=1,
         max_length=MAX_BLOCKS,
-        json_schema_extra={
-            "contains": {"required": ["text"]},
-            "items": {"not": {"required": ["toolUse"]}},
-        },
+        # Text blocks are never empty, so a message without one returns tool results only:
+        # whether they answer the pending calls is the service's to check.
+        json_schema_extra={"items": {"not": {"required": ["toolUse"]}}},
     )
 
     @model_validator(mode="after")
     def _the_contacts_own_words(self) -> UserMessageBody:
-        blocks = self.blocks()
-        if not any(block.get("text") for block in blocks):
-            raise ValueError("the contact's message must carry text")
-        if any("toolUse" in block for block in blocks):
+        if any("toolUse" in block for block in self.blocks()):
             raise ValueError("a contact's message cannot call a tool")
         return self
 

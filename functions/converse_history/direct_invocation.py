@@ -10,11 +10,13 @@ workflow can route on it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
+from adapters.conversation_store import ConversationKey
 from converse_history.api_models import (
     CONTACT_ID_PATTERN,
     MESSAGE_ID_PATTERN,
@@ -74,7 +76,11 @@ class DirectInvocation:
         if "modelReply" in fields:
             model_reply = fields.pop("modelReply")
             fields["text"] = reply_text(model_reply)
-            model_usage = reply_usage(model_reply, on_unreadable=self._telemetry.usage_unreadable)
+            key = ConversationKey(tenant_id, contact_id)
+            model_usage = reply_usage(
+                model_reply,
+                on_unreadable=functools.partial(self._telemetry.usage_unreadable, key),
+            )
         body = RecordTurnRequest.model_validate(fields)
         usage = reported_usage(body) or model_usage
         reply = incoming(body, body.role)
@@ -104,7 +110,11 @@ class DirectInvocation:
         answer = self._service.converse(tenant_id, contact_id, message, _INVOKER)
         state, fitted = workflow_answer(tenant_id, contact_id, answer, message.content)
         if fitted is not None and (fitted.omitted_messages or fitted.memory_omitted):
-            self._telemetry.workflow_input_shortened(fitted.omitted_messages, fitted.memory_omitted)
+            self._telemetry.workflow_input_shortened(
+                ConversationKey(tenant_id, contact_id),
+                fitted.omitted_messages,
+                fitted.memory_omitted,
+            )
         return state
 
 

@@ -35,10 +35,20 @@ from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.strict_json import strict_loads
 
 BASE = "/v1/tenants/<tenant_id>/contacts/<contact_id>"
-TenantId = Annotated[
-    str, Path(pattern=TENANT_ID_PATTERN, description="the tenant, as in the rules")
-]
-ContactId = Annotated[str, Path(pattern=CONTACT_ID_PATTERN, description="the contact")]
+_ANYTHING_ELSE = (
+    "; percent-encoded characters are read decoded (`%40` is `@`); anything else (a control "
+    "character, a space, `/`, non-ASCII) is refused 400, naming the id"
+)
+TENANT_ID_DESCRIPTION = (
+    "the tenant, as in the rules: 1 to 64 characters, ASCII letters, digits, `_` and `-`, "
+    "starting with a letter or a digit" + _ANYTHING_ELSE
+)
+CONTACT_ID_DESCRIPTION = (
+    "the contact: 1 to 128 characters, ASCII letters, digits and `_ . : @ + -`, starting "
+    "with a letter, a digit or `+` (`alice@example.com`, `+33612345678`)" + _ANYTHING_ELSE
+)
+TenantId = Annotated[str, Path(pattern=TENANT_ID_PATTERN, description=TENANT_ID_DESCRIPTION)]
+ContactId = Annotated[str, Path(pattern=CONTACT_ID_PATTERN, description=CONTACT_ID_DESCRIPTION)]
 
 
 def build_resolver(

@@ -16,13 +16,19 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from converse_history.api_models import ErrorResponse
 
 _ERROR_DESCRIPTIONS = {
-    400: "invalid request; the message names the field",
+    400: (
+        "invalid request: a body field, a path id (tenantId, contactId: see their patterns) "
+        "or a header such as Content-Length; the message names it"
+    ),
     403: "the caller may not act for this tenant",
     404: "unknown tenant",
     409: "the message id was recorded before with other content, or the conversation was busy",
-    413: "the message is over the store's item limit; nothing written",
+    413: (
+        "payload_too_large: the request body is over 10 MB (API Gateway's limit), or "
+        "message_too_large: the message is over the store's item limit; nothing written"
+    ),
     422: "sentAt more than 5 minutes in the future; nothing written",
-    415: "the body is not application/json",
+    415: "unsupported_media_type: the Content-Type is missing or not application/json",
     429: (
         "rate_limited: over the tenant's rate limit; not recorded; Retry-After and "
         "error.retryAfterSeconds say how many seconds until the contact may send again"

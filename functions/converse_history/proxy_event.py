@@ -2,8 +2,11 @@
 
 API Gateway passes the path as the client encoded it and the body as the
 client sent it; Powertools reads both as they come. Here the path's id
-segments are decoded, a body that is not UTF-8 JSON is refused with the API's
-own error shape, and a JSON media type is spelled as Powertools matches it.
+segments are decoded (and a character no path may hold, a control character,
+is encoded, so that the id's pattern refuses it by name); a body over API
+Gateway's 10 MB, a body not sent as `application/json` and one that is not
+UTF-8 JSON are refused in the API's own error shape; and a JSON media type is
+spelled as Powertools matches it.
 """
 
 from __future__ import annotations
@@ -13,12 +16,25 @@ import binascii
 import json
 import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, content_types
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from converse_history.errors import ApiError, invalid
+
+MAX_BODY_BYTES = 10 * 1024 * 1024
+"""API Gateway's payload limit (10 MB): a larger request never reaches the Lambda.
+
+The Lambda holds to it too, before reading a body, and the local gateway
+refuses on the declared size without reading one."""
+
+
+def payload_too_large(size: int | None) -> ApiError:
+    """The 413 for a body over MAX_BODY_BYTES; `size` in bytes, None when too long to say."""
+    limit = f"the limit is {MAX_BODY_BYTES} bytes (10 MB)"
+    said = f"is {size} bytes" if size is not None else "is over the limit"
+    return ApiError(413, "payload_too_large", f"the request body {said}; {limit}")
 
 
 def resolve(
@@ -27,7 +43,9 @@ def resolve(
     """The proxy answer: the routes' answer, or the refusal of a body they cannot read."""
     event = _with_decoded_path(event)
     if _reads_a_body(resolver, event):
-        event, refusal = _json_text_body(event)
+        refusal = _oversized(event)
+        if refusal is None:
+            event, refusal = _json_text_body(event)
         if refusal is not None:
             return _proxy_answer(refusal)
     return resolver.resolve(_with_canonical_media_type(event), context)
@@ -45,20 +63,36 @@ def allowed_methods(resolver: APIGatewayRestResolver, path: str) -> list[str]:
 
 _ID_CHARACTERS = re.compile(r"[A-Za-z0-9_.:@+-]*")
 
+_PATH_CHARACTERS = "/%:@!$&'()*+,;="
+"""What a path may hold besides letters, digits and `-._~` (RFC 3986's `pchar`, `%` and `/`)."""
+_NOT_IN_A_PATH = re.compile(r"[^A-Za-z0-9\-._~/%:@!$&'()*+,;=]")
+
 
 def _with_decoded_path(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with its path segments percent-decoded where they decode to id characters.
+    """The event with its path segments percent-decoded where they decode to id characters,
+    and percent-encoded where they hold what no path may.
 
     API Gateway's REST `path` keeps the client's percent-encoding, and
     Powertools reads the path parameters from it: `alice%40example.com` is the
     contact `alice@example.com`. Only a segment that decodes to id characters
     is decoded, so `a%2Fb` or `a%23b` stays as sent and is refused by the id
     pattern, with the field named, rather than rerouted.
+
+    A character no URI holds as it is (a control character, a space, `"`, `\\`,
+    non-ASCII: an event from a lenient client) is percent-encoded, as a
+    client should have sent it: Powertools' routes would not match it (a 404
+    for a path that has a route), and encoded, the segment reaches its id's
+    pattern and is refused naming `tenantId` or `contactId`, as `a%01b` is.
     """
     path = event.get("path")
-    if isinstance(path, str) and "%" in path:
-        return {**event, "path": "/".join(_decoded(part) for part in path.split("/"))}
-    return event
+    if not isinstance(path, str):
+        return event
+    routed = path
+    if "%" in routed:
+        routed = "/".join(_decoded(part) for part in routed.split("/"))
+    if _NOT_IN_A_PATH.search(routed):
+        routed = quote(routed, safe=_PATH_CHARACTERS, errors="surrogatepass")
+    return {**event, "path": routed} if routed != path else event
 
 
 def _with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +136,40 @@ def _reads_a_body(resolver: APIGatewayRestResolver, event: dict[str, Any]) -> bo
     )
 
 
+def _oversized(event: dict[str, Any]) -> ApiError | None:
+    """The 413 for a body over MAX_BODY_BYTES, by its Content-Length or by what arrived.
+
+    API Gateway refuses such a request before any Lambda runs; this holds the
+    Lambda to the same limit whatever sends it the event, before the body is
+    decoded or parsed.
+    """
+    declared = _header(event, "content-length").strip()
+    if declared.isdigit() and declared.isascii():
+        digits = declared.lstrip("0") or "0"
+        if len(digits) > len(str(MAX_BODY_BYTES)) or int(digits) > MAX_BODY_BYTES:
+            return payload_too_large(int(digits) if len(digits) <= 19 else None)
+    size = _body_size(event)
+    return payload_too_large(size) if size > MAX_BODY_BYTES else None
+
+
+def _body_size(event: dict[str, Any]) -> int:
+    """The body's size in bytes as sent, without decoding it (base64 is 4 characters to 3)."""
+    body = event.get("body")
+    if not isinstance(body, str):
+        return 0
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4 - body[-2:].count("=")
+    if body.isascii():
+        return len(body)
+    return len(body.encode("utf-8", errors="surrogatepass"))
+
+
+def _header(event: dict[str, Any], name: str) -> str:
+    """A request header's value (names are case-insensitive); empty when it has none."""
+    headers = event.get("headers") or {}
+    return next((v for k, v in headers.items() if k.lower() == name and isinstance(v, str)), "")
+
+
 _UTF_8 = frozenset({"utf-8", "utf8"})
 
 
@@ -109,23 +177,20 @@ def _json_text_body(event: dict[str, Any]) -> tuple[dict[str, Any], ApiError | N
     """The event with its body as UTF-8 JSON text, or the refusal of a body that is not.
 
     A body that is not JSON gets 415 (not Powertools' form parsing or its own 415
-    shape); a `charset` other than UTF-8 gets 400. A body API Gateway passed
+    shape), and so does one sent without a Content-Type: the API takes only
+    `application/json`, and a body of no declared type is not one (API Gateway's
+    Lambda proxy passes it on, untyped, as text). A `charset` other than UTF-8
+    gets 400. A body API Gateway passed
     base64-encoded (`application/json` is a binary media type of the API, so the
     bytes arrive as sent) is decoded strictly: bytes that are not UTF-8 get 400
     and never become replacement characters. Powertools would decode it itself,
     with a UnicodeDecodeError (a 500) on such bytes.
     """
-    headers = event.get("headers") or {}
-    content_type = next(
-        (v for k, v in headers.items() if k.lower() == "content-type" and isinstance(v, str)), ""
-    )
-    if _media_type(content_type) not in ("", "application/json"):
-        refusal = ApiError(
-            415,
-            "unsupported_media_type",
-            f"Content-Type: {content_type[:100]!r}; the body must be application/json",
-        )
-        return event, refusal
+    content_type = _header(event, "content-type")
+    if _media_type(content_type) != "application/json":
+        sent = repr(content_type[:100]) if content_type.strip() else "missing"
+        message = f"Content-Type: {sent}; the body must be application/json"
+        return event, ApiError(415, "unsupported_media_type", message)
     charset = _charset(content_type)
     if charset is not None and charset.lower() not in _UTF_8:
         return event, invalid(

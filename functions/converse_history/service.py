@@ -8,13 +8,14 @@ path is one read (state + newest turns) and one write (the transaction).
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from adapters.compaction_queue import CompactionQueue
 from adapters.conversation_store import (
@@ -31,13 +32,15 @@ from adapters.conversation_store import (
     format_instant,
 )
 from adapters.rules_source import RulesSource
-from converse_history.errors import ApiError, forbidden, unknown_tenant
+from converse_history.errors import ApiError, forbidden, invalid, unknown_tenant
 from memory_core.compaction_trigger import compaction_due
 from memory_core.conversation import ConversationState, Fold
 from memory_core.converse_shape import CachePoints, converse_fragment
 from memory_core.coverage import held_by_neither
 from memory_core.history_range import history_cutoff, turn_lifetime_days
+from memory_core.pending_calls import answers_only_tools, unanswered_calls
 from memory_core.rate_limit import remember, seconds_until_free
+from memory_core.repair_incidents import first_appearances
 from memory_core.repairs import Repair
 from memory_core.rules import TenantRules
 from memory_core.settings import Settings
@@ -64,15 +67,17 @@ BACKOFF_CAP_SECONDS = 0.25
 
 
 class Telemetry(Protocol):
+    """What the converse call reports; whatever concerns one conversation names its key."""
+
     def window_built(self, window: Window) -> None: ...
-    def window_bounded(self, window: Window) -> None: ...
-    def coverage_gap(self, missing: list[TurnPosition]) -> None: ...
-    def fragment_repaired(self, repairs: list[Repair]) -> None: ...
-    def escalated(self, turn_count: int) -> None: ...
+    def window_bounded(self, key: ConversationKey, window: Window) -> None: ...
+    def coverage_gap(self, key: ConversationKey, missing: list[TurnPosition]) -> None: ...
+    def fragment_repaired(self, key: ConversationKey, repairs: list[Repair]) -> None: ...
+    def escalated(self, key: ConversationKey, turn_count: int) -> None: ...
     def compaction_enqueued(self) -> None: ...
-    def compaction_request_failed(self, error: Exception) -> None: ...
+    def compaction_request_failed(self, key: ConversationKey, error: Exception) -> None: ...
     def commit_retried(self, attempt: int) -> None: ...
-    def replay_memory_missing(self, version: int) -> None: ...
+    def replay_memory_missing(self, key: ConversationKey, version: int) -> None: ...
     def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None: ...
 
 
@@ -143,7 +148,9 @@ class ConverseService:
         """A reply (or tool results) recorded; `usage`, the model's, kept with the turn.
 
         The usage is counted when the turn is first recorded: a replay of the id
-        records nothing, so it counts nothing, whatever usage it carries.
+        records nothing, so it counts nothing. A replay may leave the usage out,
+        but one that reports other figures than were recorded (or any, where none
+        were) is refused, naming `usage`, rather than answered as if kept.
         """
         tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
@@ -164,6 +171,8 @@ class ConverseService:
                 continue
             except Duplicate as duplicate:
                 self._same_message(turn, duplicate.first)
+                if usage is not None:
+                    self._same_usage(key, duplicate.first, usage)
                 turn = Turn(turn.id, turn.role, turn.content, duplicate.first.position.sent_at)
             else:
                 if usage is not None:
@@ -204,14 +213,18 @@ class ConverseService:
         snapshot = self._store.snapshot(key, since, turn.position, self._page_size)
         state = snapshot.state
         arrival = turn.position.recorded_at
-        wait = seconds_until_free(state.recent_contact, arrival, tenant.rate_limit)
-        if wait:
-            first = self._store.recorded(key, turn.id)
-            if first is not None:
-                raise Duplicate(first)
-            raise rate_limited(wait)
-
-        streak = next_streak(state.streak, turn.sent_at, tenant.idle_reset_hours)
+        newest_first = snapshot.newest_first
+        streak, recent_contact = state.streak, state.recent_contact
+        if answers_only_tools(turn):
+            # The agent's tool loop going on, not the contact's words: neither the rate
+            # limit nor the cap counts it, and it must answer a pending call.
+            newest_first = self._answering_pending_calls(key, turn, newest_first)
+        else:
+            wait = seconds_until_free(recent_contact, arrival, tenant.rate_limit)
+            if wait:
+                self._unless_recorded(key, turn, rate_limited(wait))
+            streak = next_streak(streak, turn.sent_at, tenant.idle_reset_hours)
+            recent_contact = remember(recent_contact, arrival, tenant.rate_limit)
         escalate = exceeds_cap(streak, tenant.max_turns_per_conversation)
         lease = self._lease_if_due(state, tokens)
         # The window comes from the snapshot, before the commit: its figures go
@@ -223,7 +236,7 @@ class ConverseService:
         covered_to = state.watermark
         if not escalate:
             limits = self._settings.window_limits
-            window = build_window(snapshot.newest_first, limits, state.turns_recorded)
+            window = build_window(newest_first, limits, state.turns_recorded)
             if tenant.prompt_cache == "stable":
                 window, memory, edge = self._stable(
                     key, window, state, since=since, tenant=tenant, turn=turn
@@ -237,11 +250,12 @@ class ConverseService:
             change=StateChange(
                 expected_version=state.version,
                 streak=streak,
-                recent_contact=remember(state.recent_contact, arrival, tenant.rate_limit),
+                recent_contact=recent_contact,
                 lease_until=lease,
                 # Compaction has passed this position already: the next one folds it.
                 late=state.is_late(turn.position),
                 stable_edge=edge,
+                window_at=arrival if window else None,
             ),
             turn_count=streak.count,
             decision="escalate" if escalate else "model",
@@ -253,10 +267,51 @@ class ConverseService:
         if lease is not None:
             self._request_compaction(key, lease)
         if window is None:
-            self._telemetry.escalated(streak.count)
+            self._telemetry.escalated(key, streak.count)
             return escalation(streak.count, turn)
-        self._observe(window, state, since, turn, tenant, covered_to=covered_to)
-        return self._answer(streak.count, turn, window, memory, tenant=tenant)
+        self._observe(
+            key,
+            window,
+            state=state,
+            since=since,
+            current=turn,
+            tenant=tenant,
+            covered_to=covered_to,
+        )
+        answer, repairs = self._answer(streak.count, turn, window, memory, tenant=tenant)
+        new_repairs = first_appearances(repairs, window.turns, state.last_window_at)
+        if new_repairs:
+            self._telemetry.fragment_repaired(key, new_repairs)
+        return answer
+
+    def _answering_pending_calls(
+        self, key: ConversationKey, turn: Turn, newest_first: Iterator[Turn]
+    ) -> Iterator[Turn]:
+        """The same newest-first turns, once the message's results are found to answer
+        pending calls, each once; else the message is refused, naming the result."""
+        read: list[Turn] = []
+
+        def reading() -> Iterator[Turn]:
+            for earlier in newest_first:
+                read.append(earlier)
+                yield earlier
+
+        pending = unanswered_calls(reading())
+        for index, block in enumerate(turn.content):
+            tool_use_id = block["toolResult"]["toolUseId"]
+            if tool_use_id not in pending:
+                field = f"message.content[{index}].toolResult.toolUseId"
+                reason = f"{tool_use_id!r} answers no pending tool call of this conversation"
+                self._unless_recorded(key, turn, invalid(field, reason))
+            pending.remove(tool_use_id)
+        return itertools.chain(read, newest_first)
+
+    def _unless_recorded(self, key: ConversationKey, turn: Turn, refusal: ApiError) -> NoReturn:
+        """A retry of a message already recorded is answered as it was; any other is refused."""
+        first = self._store.recorded(key, turn.id)
+        if first is not None:
+            raise Duplicate(first)
+        raise refusal
 
     def _stable(
         self,
@@ -311,19 +366,20 @@ class ConverseService:
 
     def _observe(
         self,
+        key: ConversationKey,
         window: Window,
+        *,
         state: ConversationState,
         since: datetime,
         current: Turn,
         tenant: TenantRules,
-        *,
         covered_to: TurnPosition | None,
     ) -> None:
         """Telemetry of the window, and the coverage check against the memory served
         (it holds every turn up to `covered_to`, but the late ones)."""
         self._telemetry.window_built(window)
         if window.dropped:
-            self._telemetry.window_bounded(window)
+            self._telemetry.window_bounded(key, window)
         alive_since = self._now() - timedelta(days=self._lifetime_days(tenant))
         missing = held_by_neither(
             window.passed_over,
@@ -334,7 +390,7 @@ class ConverseService:
             before=current.position,
         )
         if missing:
-            self._telemetry.coverage_gap(missing)
+            self._telemetry.coverage_gap(key, missing)
 
     def _answer(
         self,
@@ -344,8 +400,9 @@ class ConverseService:
         fold: Fold | None,
         *,
         tenant: TenantRules,
-    ) -> dict[str, Any]:
-        """The answer over `fold`, the memory already chosen and within the history range."""
+    ) -> tuple[dict[str, Any], list[Repair]]:
+        """The answer over `fold`, the memory already chosen and within the history range,
+        and the fragment's repairs (which the caller reports, or not: a replay's were)."""
         history = window.messages()
         current = turn.as_message()
         # A replay follows the cache rules of now: the points change no content.
@@ -358,9 +415,7 @@ class ConverseService:
             cache,
             previous_history=previous,
         )
-        if fragment.repairs:
-            self._telemetry.fragment_repaired(fragment.repairs)
-        return {
+        answer = {
             "decision": "model",
             "reason": None,
             "turnCount": turn_count,
@@ -376,6 +431,7 @@ class ConverseService:
             },
             "converse": fragment.as_json(),
         }
+        return answer, fragment.repairs
 
     def _replay(
         self, key: ConversationKey, tenant: TenantRules, turn: Turn, first: RecordedTurn
@@ -397,7 +453,8 @@ class ConverseService:
         if first.dropped is not None:
             window = replace(window, dropped=first.dropped)
         memory = _fold_in_range(self._memory_first_served(key, first, snapshot.state.fold), since)
-        return self._answer(count, original, window, memory, tenant=tenant)
+        answer, _ = self._answer(count, original, window, memory, tenant=tenant)
+        return answer  # its repairs were reported with the first answer
 
     def _memory_first_served(
         self, key: ConversationKey, first: RecordedTurn, current: Fold | None
@@ -415,7 +472,7 @@ class ConverseService:
         if not found:
             # Past its TTL, or written before memories were kept by version: none
             # rather than one that may summarise the future.
-            self._telemetry.replay_memory_missing(version)
+            self._telemetry.replay_memory_missing(key, version)
         return memory
 
     def _lifetime_days(self, tenant: TenantRules) -> int:
@@ -436,7 +493,7 @@ class ConverseService:
         try:
             self._queue.request_compaction(key, self._now())
         except Exception as error:
-            self._telemetry.compaction_request_failed(error)
+            self._telemetry.compaction_request_failed(key, error)
             # Give the lease back so that the next turn asks again.
             try:
                 self._store.release_lease(key, lease)
@@ -444,7 +501,7 @@ class ConverseService:
                 # The turn is committed: failing the call now would only make the caller
                 # retry a message already recorded. The lease expires by itself
                 # (COMPACTION_LEASE_SECONDS), and then a later turn asks again.
-                self._telemetry.compaction_request_failed(release_error)
+                self._telemetry.compaction_request_failed(key, release_error)
             return
         self._telemetry.compaction_enqueued()
 
@@ -461,15 +518,27 @@ class ConverseService:
     def _turn(self, message: Incoming, field: str) -> Turn:
         """The turn to record; `field` prefixes its fields' names in refusals ("message." or "")."""
         now = self._now()
-        sent_at = (message.sent_at or now).astimezone(UTC)
-        if sent_at > now + FUTURE_TOLERANCE:
+        stated = (message.sent_at or now).astimezone(UTC)
+        if stated > now + FUTURE_TOLERANCE:
             raise ApiError(
                 422,
                 "sent_at_in_future",
-                f"{field}sentAt: {format_instant(sent_at)} is more than 5 minutes ahead "
+                f"{field}sentAt: {format_instant(stated)} is more than 5 minutes ahead "
                 f"of the service's clock ({format_instant(now)})",
             )
-        turn = Turn(message.id or uuid.uuid4().hex, message.role, message.content, sent_at, now)
+        # A message cannot have been sent after it arrived: a time ahead is its sender's
+        # clock running fast, and placed there it would follow messages that arrived
+        # after it (and miss their windows). It takes its arrival; a past time is kept,
+        # as replayed transcripts and late replies need (docs/decisions.md).
+        sent_at = min(stated, now)
+        turn = Turn(
+            message.id or uuid.uuid4().hex,
+            message.role,
+            message.content,
+            sent_at,
+            now,
+            stated_sent_at=stated if stated > now else None,
+        )
         try:
             check_item_size(encode_content(turn))
         except MessageTooLarge as error:
@@ -483,6 +552,19 @@ class ConverseService:
                 "id_reused",
                 f"message id {turn.id!r} was recorded before with other content",
             )
+
+    def _same_usage(self, key: ConversationKey, first: RecordedTurn, usage: TokenUsage) -> None:
+        """A replay's usage is the one recorded with its first call, or it is refused."""
+        recorded = [stored.usage for stored in self._store.turns_at(key, [first.position])]
+        if recorded == [usage]:
+            return
+        kept = "other usage" if recorded and recorded[0] is not None else "no usage"
+        raise ApiError(
+            409,
+            "id_reused",
+            f"usage: message id {first.position.turn_id!r} was recorded with {kept}; "
+            "a retry sends the usage its first call sent, or none",
+        )
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)

@@ -1,7 +1,10 @@
 """Logs and metrics of the converse call, through Powertools.
 
-Message bodies are never logged at INFO: turns are counted, measured and
-named by id, and their text stays out of the logs.
+Message bodies are never logged: turns are counted, measured and named by
+id, and their text stays out of the logs. Every line about one conversation
+names its tenant and contact (`ConversationKey.log_fields`), so that an operator can
+tell who is affected; the metrics carry no contact, whose every value would
+be a custom metric of its own.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from adapters.conversation_store import format_instant
+from adapters.conversation_store import ConversationKey, format_instant
 from memory_core.repairs import Repair
 from memory_core.turns import TurnPosition
 from memory_core.usage import TokenUsage
@@ -30,10 +33,11 @@ class PowertoolsTelemetry:
         self._logger = logger
         self._metrics = metrics
 
-    def window_bounded(self, window: Window) -> None:
+    def window_bounded(self, key: ConversationKey, window: Window) -> None:
         self._logger.info(
             "converse_history_window_bounded",
             extra={
+                **key.log_fields(),
                 "dropped": window.dropped,
                 "kept": window.kept,
                 "estimatedTokens": window.estimated_tokens,
@@ -46,10 +50,11 @@ class PowertoolsTelemetry:
         self._metrics.add_metric("HistoryMessagesTrimmed", MetricUnit.Count, window.trimmed)
         self._metrics.add_metric("WindowTokens", MetricUnit.Count, window.estimated_tokens)
 
-    def coverage_gap(self, missing: list[TurnPosition]) -> None:
+    def coverage_gap(self, key: ConversationKey, missing: list[TurnPosition]) -> None:
         self._logger.warning(
             "converse_history_coverage_gap",
             extra={
+                **key.log_fields(),
                 "missingTurns": len(missing),
                 "oldestMissing": format_instant(min(t.sent_at for t in missing)),
                 "newestMissing": format_instant(max(t.sent_at for t in missing)),
@@ -57,12 +62,14 @@ class PowertoolsTelemetry:
         )
         self._metrics.add_metric("CoverageGaps", MetricUnit.Count, 1)
 
-    def fragment_repaired(self, repairs: list[Repair]) -> None:
-        # One line a repair, so that each one can be traced to its tool call.
+    def fragment_repaired(self, key: ConversationKey, repairs: list[Repair]) -> None:
+        """The repairs first made in this window (`memory_core.repair_incidents`): one line
+        each, so that each can be traced to its tool call, and one incident each."""
         for repair in repairs:
             self._logger.warning(
                 "converse_fragment_repaired",
                 extra={
+                    **key.log_fields(),
                     "repair": repair.kind,
                     "messageIndex": repair.message_index,
                     "toolUseId": repair.tool_use_id,
@@ -70,30 +77,41 @@ class PowertoolsTelemetry:
             )
         self._metrics.add_metric("FragmentRepairs", MetricUnit.Count, len(repairs))
 
-    def workflow_input_shortened(self, omitted_messages: int, memory_omitted: bool) -> None:
+    def workflow_input_shortened(
+        self, key: ConversationKey, omitted_messages: int, memory_omitted: bool
+    ) -> None:
         self._logger.warning(
             "workflow_input_shortened",
-            extra={"omittedMessages": omitted_messages, "memoryOmitted": memory_omitted},
+            extra={
+                **key.log_fields(),
+                "omittedMessages": omitted_messages,
+                "memoryOmitted": memory_omitted,
+            },
         )
         self._metrics.add_metric("WorkflowInputsShortened", MetricUnit.Count, 1)
 
-    def escalated(self, turn_count: int) -> None:
-        self._logger.info("converse_escalated", extra={"turnCount": turn_count})
+    def escalated(self, key: ConversationKey, turn_count: int) -> None:
+        self._logger.info("converse_escalated", extra={**key.log_fields(), "turnCount": turn_count})
         self._metrics.add_metric("Escalations", MetricUnit.Count, 1)
 
     def compaction_enqueued(self) -> None:
         self._metrics.add_metric("CompactionsEnqueued", MetricUnit.Count, 1)
 
-    def compaction_request_failed(self, error: Exception) -> None:
-        self._logger.error("compaction_request_failed", extra={"error": type(error).__name__})
+    def compaction_request_failed(self, key: ConversationKey, error: Exception) -> None:
+        self._logger.error(
+            "compaction_request_failed",
+            extra={**key.log_fields(), "error": type(error).__name__},
+        )
         self._metrics.add_metric("CompactionRequestsFailed", MetricUnit.Count, 1)
 
     def commit_retried(self, attempt: int) -> None:
         self._logger.debug("converse_commit_retried", extra={"attempt": attempt})
         self._metrics.add_metric("CommitRetries", MetricUnit.Count, 1)
 
-    def replay_memory_missing(self, version: int) -> None:
-        self._logger.warning("replay_memory_missing", extra={"memoryVersion": version})
+    def replay_memory_missing(self, key: ConversationKey, version: int) -> None:
+        self._logger.warning(
+            "replay_memory_missing", extra={**key.log_fields(), "memoryVersion": version}
+        )
         self._metrics.add_metric("ReplayMemoryMissing", MetricUnit.Count, 1)
 
     def rules_rejected(self, reason: str) -> None:
@@ -124,6 +142,6 @@ class PowertoolsTelemetry:
             tenant_metrics.add_metric(name, MetricUnit.Count, value)
         tenant_metrics.flush_metrics()
 
-    def usage_unreadable(self, reason: str) -> None:
+    def usage_unreadable(self, key: ConversationKey, reason: str) -> None:
         """The model's reply came with a usage not in Bedrock's shape: recorded without it."""
-        self._logger.warning("model_usage_unreadable", extra={"reason": reason})
+        self._logger.warning("model_usage_unreadable", extra={**key.log_fields(), "reason": reason})

@@ -64,6 +64,9 @@ class ConversationState:
     turns_recorded: int = 0
     stable_edge: StableEdge | None = None
     """The cache-stable window's edge and the memory it serves (`promptCache: stable`)."""
+    last_window_at: datetime | None = None
+    """When the newest message a window was served for arrived: the repairs of turns
+    recorded until then were reported with that window (`memory_core.repair_incidents`)."""
 
     @property
     def late_bound(self) -> TurnPosition | None:

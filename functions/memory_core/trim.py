@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_core.tokens import (
-    chars_to_tokens,
+    ASCII_UNITS,
     compact_json,
     estimate_content_tokens,
-    tokens_to_chars,
+    estimate_tokens,
+    text_units,
+    tokens_to_units,
+    units_to_tokens,
 )
 from memory_core.turns import ContentBlock, Turn
 
@@ -27,6 +30,10 @@ TRIMMED_INPUT_KEY = "trimmedInput"
 
 def omission_marker(omitted_tokens: int) -> str:
     return f"… {omitted_tokens} tokens omitted …"
+
+
+_MARKER_UNITS = text_units(omission_marker(0)) - ASCII_UNITS
+"""What a marker costs besides its count's digits (each an ASCII character)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,65 +53,120 @@ class TrimShape:
 
 def trim_text(text: str, shape: TrimShape) -> str:
     """A lone text trimmed to the shape, or the same text when it is within budget."""
-    if chars_to_tokens(len(text)) <= shape.max_message_tokens:
-        return text
-    return _cut(text, 0, len(text), shape)
+    return trim_costed_text(text, text_units(text), shape)[0]
+
+
+def trim_costed_text(text: str, units: int, shape: TrimShape) -> tuple[str, int]:
+    """`trim_text` of a text that costs `units`: the text kept, and what it costs.
+
+    The cost is added up from the kept head, the marker line and the kept tail,
+    so what is cut is never read again (the window's path for the usual turn).
+    """
+    if units <= tokens_to_units(
+        max(shape.max_message_tokens, shape.head_tokens + shape.tail_tokens)
+    ):
+        return text, units
+    head = text[: longest_within(text, tokens_to_units(shape.head_tokens))]
+    tail = text[
+        len(text) - longest_within(text, tokens_to_units(shape.tail_tokens), from_end=True) :
+    ]
+    kept = text_units(head) + text_units(tail)
+    omitted = units_to_tokens(units - kept)
+    parts = [part for part in (head, omission_marker(omitted), tail) if part]
+    marker = _MARKER_UNITS + ASCII_UNITS * len(str(omitted))
+    return "\n".join(parts), kept + marker + ASCII_UNITS * (len(parts) - 1)
 
 
 def trim_turn(turn: Turn, shape: TrimShape) -> Turn:
     """The turn trimmed, or the very same object when nothing needed trimming.
 
     The text the model reads (text blocks, tool calls' inputs as JSON text and
-    tool results' contents, in order) is treated as one string: its first
-    `head` tokens and its last `tail` tokens are kept, and each block that lost
-    characters says how many tokens it lost. A tool call keeps its id and name;
-    a cut input becomes `{"trimmedInput": head + marker + tail}` (SPEC 5.5.8).
+    tool results' contents, in order) is treated as one string: its longest
+    head whose estimate is within `head` tokens and its longest tail within
+    `tail` tokens are kept, and each block that lost characters says how many
+    tokens it lost. A tool call keeps its id and name; a cut input becomes
+    `{"trimmedInput": head + marker + tail}` (SPEC 5.5.8).
     """
     content = turn.content
     if len(content) == 1 and "text" in content[0]:
         # The usual turn, one text block: the same cut without the cursor's walk.
         block = content[0]
-        text = block["text"]
-        if chars_to_tokens(len(text)) <= shape.max_message_tokens:
-            return turn
-        if len(text) <= tokens_to_chars(shape.head_tokens + shape.tail_tokens):
-            return turn
-        return turn.with_content([{**block, "text": _cut(text, 0, len(text), shape)}])
+        kept, _ = trim_costed_text(block["text"], text_units(block["text"]), shape)
+        return turn if kept is block["text"] else turn.with_content([{**block, "text": kept}])
     if estimate_content_tokens(content) <= shape.max_message_tokens:
         return turn
-    total = sum(len(text) for text in _trimmable_texts(content))
-    if total <= tokens_to_chars(shape.head_tokens + shape.tail_tokens):
+    texts = _trimmable_texts(content)
+    if sum(text_units(text) for text in texts) <= tokens_to_units(
+        shape.head_tokens + shape.tail_tokens
+    ):
         return turn
-    cursor = _Cursor(total, shape)
+    cursor = _Cursor(_ends(texts, shape))
     return turn.with_content([_trim_block(block, cursor) for block in turn.content])
+
+
+def longest_within(text: str, units: int, *, from_end: bool = False) -> int:
+    """The length of the longest head (or tail) of `text` that costs at most `units`."""
+    most = min(len(text), units // ASCII_UNITS)  # no character costs less than an ASCII one
+
+    def part(length: int) -> str:
+        return text[len(text) - length :] if from_end else text[:length]
+
+    if text_units(part(most)) <= units:
+        return most
+    fits, over = 0, most
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        if text_units(part(middle)) <= units:
+            fits = middle
+        else:
+            over = middle
+    return fits
+
+
+def _ends(texts: Sequence[str], shape: TrimShape) -> tuple[int, int]:
+    """Where the kept head ends and the kept tail starts, in the texts read as one string."""
+    head = _kept(texts, tokens_to_units(shape.head_tokens), from_end=False)
+    tail = _kept(texts[::-1], tokens_to_units(shape.tail_tokens), from_end=True)
+    return head, sum(len(text) for text in texts) - tail
+
+
+def _kept(texts: Sequence[str], units: int, *, from_end: bool) -> int:
+    """How many characters from the start (or the end) of the texts cost at most `units`."""
+    kept = 0
+    for text in texts:
+        cost = text_units(text)
+        if cost > units:
+            kept += longest_within(text, units, from_end=from_end)
+            break
+        kept += len(text)
+        units -= cost
+    return kept
 
 
 class _Cursor:
     """Walks the blocks' texts as one string, knowing where the kept ends lie."""
 
-    def __init__(self, total: int, shape: TrimShape) -> None:
+    def __init__(self, ends: tuple[int, int]) -> None:
         self.offset = 0
-        self.total = total
-        self.shape = shape
+        self.ends = ends
 
     def take(self, text: str) -> str:
         start = self.offset
         self.offset += len(text)
-        return _cut(text, start, self.total, self.shape)
+        return _cut(text, start, self.ends)
 
 
-def _cut(text: str, start: int, total: int, shape: TrimShape) -> str:
-    """`text` occupies [start, start+len) of a string of `total` characters."""
-    head_end = tokens_to_chars(shape.head_tokens)
-    tail_start = total - tokens_to_chars(shape.tail_tokens)
+def _cut(text: str, start: int, ends: tuple[int, int]) -> str:
+    """`text` occupies [start, start+len) of the string whose kept head and tail `ends` bound."""
+    head_end, tail_start = ends
     end = start + len(text)
     keep_head = max(0, min(end, head_end) - start)
     keep_tail_from = max(keep_head, min(len(text), tail_start - start))
-    omitted = keep_tail_from - keep_head
-    if omitted <= 0:
+    if keep_tail_from <= keep_head:
         return text
     head, tail = text[:keep_head], text[keep_tail_from:]
-    lines = [part for part in (head, omission_marker(chars_to_tokens(omitted)), tail) if part]
+    omitted = estimate_tokens(text[keep_head:keep_tail_from])
+    lines = [part for part in (head, omission_marker(omitted), tail) if part]
     return "\n".join(lines)
 
 

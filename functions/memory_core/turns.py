@@ -20,7 +20,10 @@ class TurnPosition(NamedTuple):
 
     `sentAt` is the conversation's clock, often to the second only (a
     WhatsApp timestamp, say): a reply stamped in the same second as its
-    question must still follow it, so ties go to the turn recorded first.
+    question must still follow it, so ties go to the turn recorded first. A
+    `sentAt` is never later than the arrival: a message cannot have been sent
+    after it arrived, so a sender's clock that runs ahead is replaced by the
+    service's (`Turn.stated_sent_at` keeps what it said).
     """
 
     sent_at: datetime
@@ -36,6 +39,9 @@ class Turn:
     sent_at: datetime
     recorded_at: datetime | None = None
     """When the service received it; None for a turn not recorded yet (its `sentAt` stands in)."""
+    stated_sent_at: datetime | None = None
+    """The `sentAt` its sender gave, kept only where the conversation could not use it:
+    a time ahead of the service's clock, where `sent_at` is the arrival instead."""
 
     @property
     def position(self) -> TurnPosition:
@@ -58,7 +64,9 @@ class Turn:
         return any(block.get("text") for block in self.content)
 
     def with_content(self, content: Sequence[ContentBlock]) -> Turn:
-        return Turn(self.id, self.role, content, self.sent_at, self.recorded_at)
+        return Turn(
+            self.id, self.role, content, self.sent_at, self.recorded_at, self.stated_sent_at
+        )
 
     def as_message(self) -> dict[str, Any]:
         """The Converse message for this turn."""

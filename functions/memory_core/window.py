@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.tokens import (
-    CHARS_PER_TOKEN,
-    block_chars,
-    block_chars_of,
-    chars_to_tokens,
+    block_units,
+    content_units,
     estimate_content_tokens,
+    text_units,
+    tokens_to_units,
+    units_to_tokens,
 )
-from memory_core.trim import TrimShape, trim_turn
+from memory_core.trim import TrimShape, trim_costed_text, trim_turn
 from memory_core.turns import ContentBlock, Turn, TurnPosition
 
 NO_QUESTION_MARKER = "… the question that opened this exchange is not in the history …"
@@ -147,12 +148,22 @@ def build_window(
 class _Read:
     """The candidates read so far, newest first, each trimmed and estimated once."""
 
-    __slots__ = ("_max_tokens", "_next", "_trim", "originals", "questions", "tokens", "turns")
+    __slots__ = (
+        "_max_tokens",
+        "_max_units",
+        "_next",
+        "_trim",
+        "originals",
+        "questions",
+        "tokens",
+        "turns",
+    )
 
     def __init__(self, newest_first: Iterable[Turn], trim: TrimShape) -> None:
         self._next = iter(newest_first).__next__
         self._trim = trim
         self._max_tokens = trim.max_message_tokens
+        self._max_units = tokens_to_units(trim.max_message_tokens)
         self.originals: list[Turn] = []
         self.turns: list[Turn] = []
         self.tokens: list[int] = []
@@ -165,21 +176,27 @@ class _Read:
         except StopIteration:
             return False
         content = original.content
+        turn = original
         if len(content) == 1 and "text" in (block := content[0]):
-            # The usual turn, one text block: its estimate and question-ness inline (a
-            # block is one kind, the API refuses a text block with other keys).
+            # The usual turn, one text block: its estimate, question-ness and trim inline
+            # (a block is one kind, the API refuses a text block with other keys). A
+            # trimmed text is never read again: the trim adds up what it kept.
             text = block["text"]
-            tokens = -(-len(text) // CHARS_PER_TOKEN)
+            units = text_units(text)
             question = original.role == "user" and bool(text)
+            if units > self._max_units:
+                kept, units = trim_costed_text(text, units, self._trim)
+                if kept is not text:
+                    turn = original.with_content([{**block, "text": kept}])
+            tokens = units_to_tokens(units)
         else:
             tokens = estimate_content_tokens(content)
             question = original.is_question
-        turn = original
-        if tokens > self._max_tokens:
-            turn = trim_turn(original, self._trim)
-            if turn is not original:
-                tokens = estimate_content_tokens(turn.content)
-                question = turn.is_question
+            if tokens > self._max_tokens:
+                turn = trim_turn(original, self._trim)
+                if turn is not original:
+                    tokens = estimate_content_tokens(turn.content)
+                    question = turn.is_question
         self.originals.append(original)
         self.turns.append(turn)
         self.tokens.append(tokens)
@@ -250,10 +267,10 @@ def _long_exchange(read: _Read, limits: WindowLimits, candidate_count: int | Non
         return ExchangeOmission(end - run, question is not None)
 
     # The question's message carries the marker: it is estimated with it, at once.
-    question_chars = 0 if question is None else block_chars_of(read.turns[question].content)
+    question_units = 0 if question is None else content_units(read.turns[question].content)
 
     def opening_tokens(run: int) -> int:
-        return chars_to_tokens(question_chars + block_chars(omission(run).block()))
+        return units_to_tokens(question_units + block_units(omission(run).block()))
 
     tokens = sum(read.tokens[:run])
     pending = 0

@@ -3,12 +3,15 @@
 The runner takes any caller (no IAM in front of it), so the signing is
 checked on the requests themselves, observed on their way to the runner.
 The throttling a gateway adds in front of the service (its own 429, a 502
-page) is played by a scripted HTTP session.
+page) is played by a scripted HTTP session. Without any AWS configuration,
+a loopback URL is served unsigned and any other URL raises `NotConfigured`
+saying what to set.
 """
 
 from __future__ import annotations
 
 import email.parser
+import logging
 import shutil
 import subprocess
 import sys
@@ -20,19 +23,24 @@ from typing import Any
 
 import botocore.session
 import pytest
+from botocore.exceptions import BotoCoreError, NoCredentialsError, PartialCredentialsError
 from botocore.httpsession import URLLib3Session
 
 from conversation_memory_client import (
     Forbidden,
     InvalidRequest,
     MemoryClient,
+    MemoryServiceError,
+    NotConfigured,
     NotFound,
     RateLimited,
     ServiceUnavailable,
     UnknownTenant,
 )
+from conversation_memory_client.configuration import is_loopback
 from conversation_memory_client.transports import region_of_api
 from tests.e2e.runner_process import REPO_ROOT, Runner, free_port
+from tests.support.no_aws_configuration import clear_aws_configuration
 
 REGION = "us-east-1"
 
@@ -232,15 +240,16 @@ def test_a_service_that_never_answers_raises_service_unavailable_after_the_retri
     assert len(sleeps) == 2
 
 
-def test_the_region_is_read_from_an_execute_api_url(monkeypatch: pytest.MonkeyPatch):
-    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+def test_the_region_is_read_from_an_execute_api_url(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    clear_aws_configuration(monkeypatch, tmp_path)
 
     assert region_of_api("https://abc123.execute-api.eu-west-1.amazonaws.com/prod/") == "eu-west-1"
     assert region_of_api("http://127.0.0.1:8000") is None
-    with pytest.raises(ValueError, match="region"):
-        MemoryClient.over_http("http://127.0.0.1:8000", session=_session())
+    MemoryClient.over_http("https://abc123.execute-api.eu-west-1.amazonaws.com/prod/")
+    with pytest.raises(NotConfigured, match="region"):
+        MemoryClient.over_http("https://memory.example.com/prod/", session=_session())
 
 
 def test_an_execute_api_url_signs_for_its_own_region_whatever_the_default(
@@ -257,6 +266,168 @@ def test_an_execute_api_url_signs_for_its_own_region_whatever_the_default(
     client.memory("demo", "c-1")
     (request,) = scripted.inner.sent
     assert "/eu-west-1/execute-api/aws4_request" in request.headers["Authorization"]
+
+
+# -- with no AWS configuration -------------------------------------------------------------
+
+
+@pytest.fixture
+def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A newcomer's shell: no AWS_* variable, no ~/.aws files, no instance role."""
+    clear_aws_configuration(monkeypatch, tmp_path)
+
+
+REMOTE_API = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/"
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_make_runs_runner_is_served_unsigned_with_no_aws_configuration(shared_runner: Runner):
+    observed = Observed()
+    client = MemoryClient.over_http(shared_runner.base_url, http_session=observed)
+    contact = _contact()
+
+    first = client.converse("demo", contact, "What are your opening hours?")
+    client.record("demo", contact, role="assistant", text="We open at nine.")
+    view = client.memory("demo", contact)
+
+    assert (first.decision, view.counters["turnsRecorded"]) == ("model", 2)
+    assert len(observed.sent) == 3
+    assert all("Authorization" not in request.headers for request in observed.sent)
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_loopback_url_with_a_region_but_no_credentials_goes_unsigned_and_says_so(
+    shared_runner: Runner, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    observed = Observed()
+    client = MemoryClient.over_http(shared_runner.base_url, http_session=observed)
+    contact = _contact()
+
+    with caplog.at_level(logging.INFO, logger="conversation_memory_client"):
+        client.converse("demo", contact, "Hello")
+        client.memory("demo", contact)
+
+    assert all("Authorization" not in request.headers for request in observed.sent)
+    said = [r.getMessage() for r in caplog.records if "unsigned" in r.getMessage()]
+    assert len(said) == 1, "said once, not at every request"
+    assert shared_runner.base_url in said[0]
+    assert "no AWS credentials" in said[0]
+
+
+def test_loopback_urls_are_told_from_others():
+    for url in (
+        "http://127.0.0.1:8000",
+        "http://127.8.9.10/",
+        "http://localhost:8000/",
+        "http://LOCALHOST",
+        "http://[::1]:8000",
+        "http://[::ffff:127.0.0.1]:8000",
+    ):
+        assert is_loopback(url), url
+    for url in (
+        REMOTE_API,
+        "http://10.0.0.5:8000",
+        "http://0.0.0.0:8000",
+        "http://localhost.example.com",
+        "http://127.0.0.1.nip.io",
+        "not a url",
+    ):
+        assert not is_loopback(url), url
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_sign_true_toward_loopback_still_requires_a_region_and_credentials(
+    shared_runner: Runner, monkeypatch: pytest.MonkeyPatch
+):
+    with pytest.raises(NotConfigured) as no_region:
+        MemoryClient.over_http(shared_runner.base_url, sign=True)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    observed = Observed()
+    client = MemoryClient.over_http(shared_runner.base_url, sign=True, http_session=observed)
+    with pytest.raises(NotConfigured) as no_credentials:
+        client.converse("demo", _contact(), "Hello")
+
+    assert no_region.value.code == "no_region"
+    assert no_credentials.value.code == "no_credentials"
+    assert observed.sent == []
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_remote_api_without_credentials_raises_the_clients_own_error_saying_what_to_set():
+    observed = Observed()
+    sleeps: list[float] = []
+    client = MemoryClient.over_http(REMOTE_API, http_session=observed, sleep=sleeps.append)
+
+    with pytest.raises(NotConfigured) as raised:
+        client.converse("demo", _contact(), "Hello")
+
+    error = raised.value
+    assert isinstance(error, MemoryServiceError)
+    assert not isinstance(error, BotoCoreError)
+    assert isinstance(error.__cause__, NoCredentialsError)
+    assert (error.status, error.code) == (0, "no_credentials")
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        assert variable in error.message
+    assert "https://abc123.execute-api.eu-west-1.amazonaws.com/prod" in error.message
+    assert str(error).startswith("no_credentials: no AWS credentials for requests to https://")
+    assert (observed.sent, sleeps) == ([], []), "nothing sent, nothing retried"
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_remote_url_without_a_region_names_aws_default_region_which_botocore_reads(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")  # read by other SDKs, not by botocore
+
+    with pytest.raises(NotConfigured) as raised:
+        MemoryClient.over_http("https://memory.example.com/prod/", session=_session())
+
+    assert raised.value.code == "no_region"
+    assert "AWS_DEFAULT_REGION" in raised.value.message
+    assert "region=" in raised.value.message
+    assert "not AWS_REGION" in raised.value.message
+    # Following the advice is enough.
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    answer = CannedResponse(200, b'{"counters": {}}')
+    scripted = Scripted([answer])
+    client = MemoryClient.over_http(
+        "https://memory.example.com/prod/", session=_session(), http_session=scripted
+    )
+    client.memory("demo", "c-1")
+    (request,) = scripted.inner.sent
+    assert "/eu-west-1/execute-api/aws4_request" in request.headers["Authorization"]
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_partial_credentials_and_a_missing_profile_raise_not_configured(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    client = MemoryClient.over_http(REMOTE_API, http_session=Observed())
+    with pytest.raises(NotConfigured) as partial:
+        client.memory("demo", "c-1")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    with pytest.raises(NotConfigured) as no_profile:
+        MemoryClient.over_http("https://memory.example.com/")
+
+    assert partial.value.code == "partial_credentials"
+    assert isinstance(partial.value.__cause__, PartialCredentialsError)
+    assert "AWS_SECRET_ACCESS_KEY" in partial.value.message
+    assert no_profile.value.code == "profile_not_found"
+    assert "no-such-profile" in no_profile.value.message
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_sign_false_is_the_only_way_to_send_unsigned_to_a_remote_url():
+    scripted = Scripted([CannedResponse(200, b'{"counters": {}}')])
+    client = MemoryClient.over_http(REMOTE_API, sign=False, http_session=scripted)
+
+    client.memory("demo", "c-1")
+
+    (request,) = scripted.inner.sent
+    assert "Authorization" not in request.headers
 
 
 # -- the package -------------------------------------------------------------------------
@@ -286,7 +457,16 @@ def test_the_client_builds_offline_into_a_wheel_that_needs_only_botocore(tmp_pat
         metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = email.parser.Parser().parsestr(archive.read(metadata_name).decode())
 
-    for module in ("__init__", "client", "errors", "results", "transports"):
+    for module in (
+        "__init__",
+        "client",
+        "configuration",
+        "errors",
+        "results",
+        "scripted",
+        "strands",
+        "transports",
+    ):
         assert f"conversation_memory_client/{module}.py" in names
     assert "conversation_memory_client/py.typed" in names
     assert metadata["Name"] == "conversation-memory-client"

@@ -43,6 +43,8 @@ from schemathesis.engine import events
 from schemathesis.engine.recorder import ScenarioRecorder
 from schemathesis.generation.meta import TestPhase
 
+from converse_history.api_models import CONTACT_ID_PATTERN
+from memory_core.rules import TENANT_ID_PATTERN
 from tests.e2e.runner_process import Runner
 from tests.support.reliability import tally
 
@@ -198,6 +200,25 @@ def test_every_route_documents_its_answers(shared_runner: Runner, api_schema: Ba
     assert "HTTPValidationError" not in document["components"]["schemas"]
 
 
+def test_the_ids_are_documented_with_what_they_accept(api_schema: BaseSchema) -> None:
+    """Each route's ids carry the pattern the API holds them to, and say it in words."""
+    expected = {
+        "tenant_id": (TENANT_ID_PATTERN, "1 to 64 characters"),
+        "contact_id": (CONTACT_ID_PATTERN, "1 to 128 characters"),
+    }
+    routes = [path for path in api_schema.raw_schema["paths"] if "{tenant_id}" in path]
+    assert len(routes) == 3
+    for path in routes:
+        for operation in api_schema.raw_schema["paths"][path].values():
+            parameters = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}
+            assert set(parameters) == set(expected), path
+            for name, (pattern, length) in expected.items():
+                schema = parameters[name]["schema"]
+                assert schema["pattern"] == pattern, (path, name)
+                assert length in parameters[name]["description"], (path, name)
+                assert "control character" in parameters[name]["description"], (path, name)
+
+
 # -- inputs the generators never produce ---------------------------------------------
 
 CONVERSE = "/v1/tenants/demo/contacts/{contact}/converse"
@@ -339,6 +360,30 @@ HAND_WRITTEN = [
         '{"message": {"text": "hi"}}',
         400,
         "contactId: ",
+    ),
+    OddInput(
+        "percent-encoded control character in the contact",
+        CONVERSE.replace("{contact}", "a%01b"),
+        "application/json",
+        '{"message": {"text": "hi"}}',
+        400,
+        "contactId: ",
+    ),
+    OddInput(
+        "percent-encoded control character in the tenant",
+        TURNS.replace("demo", "de%01mo"),
+        "application/json",
+        '{"role": "assistant", "text": "hi"}',
+        400,
+        "tenantId: ",
+    ),
+    OddInput(
+        "an empty Content-Type",
+        CONVERSE,
+        "",
+        '{"message": {"text": "hi"}}',
+        415,
+        "Content-Type: missing; the body must be application/json",
     ),
 ]
 

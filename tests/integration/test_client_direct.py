@@ -4,19 +4,29 @@
 Lambda client over the handler under moto. It can fail an invocation before
 the handler runs (Lambda's throttling, a 5xx) or after it (the answer lost on
 the way back), so the retries and their idempotence are checked against the
-real service.
+real service. Without a region or credentials, botocore's own Lambda client
+is made and refused before anything is sent, as the client's `NotConfigured`.
 """
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import botocore.session
 import pytest
-from botocore.exceptions import ClientError, ReadTimeoutError
+from botocore.exceptions import (
+    ClientError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+)
 from botocore.validate import validate_parameters
 
 from conversation_memory_client import (
@@ -25,6 +35,7 @@ from conversation_memory_client import (
     InvalidRequest,
     MemoryClient,
     MemoryView,
+    NotConfigured,
     NotFound,
     RateLimited,
     RecordedTurn,
@@ -32,10 +43,11 @@ from conversation_memory_client import (
     ServiceUnavailable,
     UnknownTenant,
 )
-from conversation_memory_client.transports import LambdaTransport
+from conversation_memory_client.transports import LambdaTransport, region_of_function
 from local.proxy_events import LambdaContextStandIn
 from tests.integration.conftest import Api
 from tests.support.lambda_stand_in import FUNCTION, UNHANDLED, FakeLambda
+from tests.support.no_aws_configuration import clear_aws_configuration
 
 
 def lambda_error(code: str, status: int) -> ClientError:
@@ -379,3 +391,92 @@ def test_each_call_draws_its_own_id(api: Api):
     reply = client.record("acme", contact, role="assistant", text="Hi")
 
     assert (first.message_id, reply.id) == ("id-1", "id-2")
+
+
+# -- with no AWS configuration ---------------------------------------------------------
+
+
+@pytest.fixture
+def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AWS_* variable, no ~/.aws files, no instance role; and no connection made."""
+    clear_aws_configuration(monkeypatch, tmp_path)
+
+    def no_network(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"a connection was attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+
+
+ALIAS_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:converse-history:live"
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_no_region_raises_not_configured_naming_aws_default_region(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")  # read by other SDKs, not by botocore
+
+    with pytest.raises(NotConfigured) as raised:
+        MemoryClient.over_lambda(FUNCTION)
+
+    assert raised.value.code == "no_region"
+    assert isinstance(raised.value.__cause__, NoRegionError)
+    assert "AWS_DEFAULT_REGION" in raised.value.message
+    assert "not AWS_REGION" in raised.value.message
+    assert f"invoking {FUNCTION}" in raised.value.message
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_function_arn_names_the_region_to_invoke_in():
+    assert region_of_function(ALIAS_ARN) == "eu-west-1"
+    assert region_of_function("arn:aws-cn:lambda:cn-north-1:1:function:f") == "cn-north-1"
+    assert region_of_function(FUNCTION) is None
+    assert region_of_function("123456789012:function:converse-history") is None
+
+    MemoryClient.over_lambda(ALIAS_ARN)  # no region given, none configured: the ARN's
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_no_credentials_raise_not_configured_before_anything_is_sent():
+    sleeps: list[float] = []
+    client = MemoryClient.over_lambda(ALIAS_ARN, sleep=sleeps.append)
+
+    with pytest.raises(NotConfigured) as raised:
+        client.converse("acme", _contact(), "Hello")
+
+    assert (raised.value.status, raised.value.code) == (0, "no_credentials")
+    assert isinstance(raised.value.__cause__, NoCredentialsError)
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        assert variable in raised.value.message
+    assert f"invoking {ALIAS_ARN}" in raised.value.message
+    assert sleeps == [], "not retried: the next attempt would fail alike"
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_partial_credentials_raise_not_configured_when_the_client_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+
+    with pytest.raises(NotConfigured) as raised:
+        MemoryClient.over_lambda(ALIAS_ARN)
+
+    assert raised.value.code == "partial_credentials"
+    assert isinstance(raised.value.__cause__, PartialCredentialsError)
+    assert "AWS_SECRET_ACCESS_KEY" in raised.value.message
+
+
+def test_credential_errors_of_a_given_lambda_client_raise_not_configured(api: Api):
+    partial = PartialCredentialsError(provider="env", cred_var="AWS_SECRET_ACCESS_KEY")
+    fake = FakeLambda(api.handler, before=[NoCredentialsError(), partial])
+    sleeps: list[float] = []
+    client = MemoryClient.over_lambda(FUNCTION, lambda_client=fake, sleep=sleeps.append)
+
+    with pytest.raises(NotConfigured) as none:
+        client.converse("acme", _contact(), "Hello")
+    with pytest.raises(NotConfigured) as incomplete:
+        client.memory("acme", _contact())
+
+    assert (none.value.code, incomplete.value.code) == ("no_credentials", "partial_credentials")
+    assert (len(fake.events), sleeps) == (2, [])

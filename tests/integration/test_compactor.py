@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -171,3 +173,37 @@ def test_the_summary_stays_within_its_cap(api, chars):
     run(api.compactor(MEMORY_SUMMARY_MAX_TOKENS="200"), request_record("roomy", "c1"))
     summary = api.state("roomy")["foldSummary"]["S"]
     assert -(-len(summary) // 4) <= 200
+
+
+def test_a_failed_fold_is_logged_naming_its_conversation_and_nothing_said(api, monkeypatch):
+    talk(api, 8, contact="c1")
+    talk(api, 8, contact="c2")
+    compactor = api.compactor()
+
+    def summarise_fails_for_c2(previous, turns, max_tokens):
+        if any("c2-secret" in str(turn.content) for turn in turns):
+            raise RuntimeError("the model is down")
+        return original(previous, turns, max_tokens)
+
+    api.converse("c2-secret", tenant="roomy", contact="c2")
+    original = compactor.COMPACTOR._summariser.summarise
+    monkeypatch.setattr(compactor.COMPACTOR._summariser, "summarise", summarise_fails_for_c2)
+    stream = io.StringIO()
+    previous = compactor.logger.registered_handler.setStream(stream)
+    try:
+        answer = run(
+            compactor, request_record("roomy", "c1", "ok"), request_record("roomy", "c2", "ko")
+        )
+    finally:
+        compactor.logger.registered_handler.setStream(previous)
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "ko"}]}
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
+    (failed,) = [line for line in lines if line["message"] == "compaction_failed"]
+    assert (failed["tenant"], failed["contact"], failed["error"]) == ("roomy", "c2", "RuntimeError")
+    assert failed["level"] == "WARNING"
+    (folded,) = [line for line in lines if line["message"] == "memory_folded"]
+    assert (folded["tenant"], folded["contact"]) == ("roomy", "c1")
+    # Keys appended for one record are gone by the next one and after the batch.
+    (summary,) = [line for line in lines if line["message"] == "compaction_records_failed"]
+    assert "contact" not in summary
+    assert "secret" not in stream.getvalue()

@@ -178,14 +178,43 @@ def test_a_user_turn_returning_tool_results_carries_no_usage(api, capsys):
 def test_a_replayed_reply_is_counted_once_and_keeps_its_first_usage(api, capsys):
     first = reply(api, FULL, id="r-1")
     again = reply(api, FULL, id="r-1")
-    # A retry that reports other figures (a second model call) is still the same reply.
-    other = reply(api, {"inputTokens": 999, "outputTokens": 999}, id="r-1")
-    assert [first[0], again[0], other[0]] == [201, 201, 201]
-    assert first[1] == again[1] == other[1]
+    # A retry may leave the usage out: nothing it reported is lost.
+    bare = api.request(
+        "POST",
+        "/v1/tenants/acme/contacts/c1/turns",
+        {"role": "assistant", "text": "Clause 9 applies.", "id": "r-1"},
+    )
+    assert [first[0], again[0], bare[0]] == [201, 201, 201]
+    assert first[1] == again[1] == bare[1]
     assert stored_usage(api) == [FULL]
     assert [c["InputTokens"] for c in counted(capsys.readouterr().out)] == [120]
     status, memory = api.request("GET", "/v1/tenants/acme/contacts/c1/memory")
     assert (status, memory["counters"]["turnsRecorded"]) == (200, 1)
+
+
+@pytest.mark.parametrize(
+    ("first_usage", "kept"),
+    [(None, "no usage"), (FULL, "other usage")],
+    ids=["adds-usage", "other-figures"],
+)
+def test_a_replay_that_would_change_the_usage_is_refused_naming_it(api, capsys, first_usage, kept):
+    """Answered 201, its figures would be dropped unseen: a second model call's tokens,
+    or the usage of a reply first recorded before the model reported it."""
+    body = {"role": "assistant", "text": "Clause 9 applies.", "id": "r-1"}
+    if first_usage is not None:
+        body["usage"] = first_usage
+    assert api.request("POST", "/v1/tenants/acme/contacts/c1/turns", body)[0] == 201
+    items = api.items()
+    capsys.readouterr()
+    status, answer = reply(api, {"inputTokens": 999, "outputTokens": 9}, id="r-1")
+    assert status == 409, answer
+    assert answer["error"]["code"] == "id_reused"
+    assert answer["error"]["message"] == (
+        f"usage: message id 'r-1' was recorded with {kept}; "
+        "a retry sends the usage its first call sent, or none"
+    )
+    assert api.items() == items
+    assert usage_documents(capsys.readouterr().out) == []
 
 
 def test_the_openapi_document_offers_usage_on_replies_only(api):
@@ -265,6 +294,7 @@ def test_a_usage_not_in_bedrocks_shape_is_logged_and_the_reply_still_recorded(
     [warning] = [line for line in log_lines(logs.getvalue()) if line["level"] == "WARNING"]
     assert warning["message"] == "model_usage_unreadable"
     assert warning["reason"].startswith(reason)
+    assert (warning["tenant"], warning["contact"]) == ("acme", "c1")
 
 
 def test_a_direct_record_may_carry_the_apis_usage_as_well(api, capsys):

@@ -1,8 +1,10 @@
-"""Request edges through the handler: bodies that are not UTF-8, keys given twice, methods.
+"""Request edges through the handler: bodies that are not UTF-8, keys given twice, methods,
+bodies over 10 MB or of no type, ids with characters no path holds.
 
-Each refusal is 400 (405 for a method) in the API's error shape, names what is
-wrong, and writes nothing. Bodies arrive as API Gateway passes them: raw bytes
-base64-encoded (`application/json` is a binary media type of the API), or text.
+Each refusal is 400 (405 for a method, 413 for a size, 415 for a media type)
+in the API's error shape, names what is wrong, and writes nothing. Bodies
+arrive as API Gateway passes them: raw bytes base64-encoded (`application/json`
+is a binary media type of the API), or text.
 """
 
 from __future__ import annotations
@@ -27,10 +29,23 @@ def send(
     method: str,
     path: str,
     body: bytes | str | None = None,
-    content_type: str = "application/json",
+    content_type: str | None = "application/json",
+    *,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, str], Any]:
-    """Status, headers (`multiValueHeaders` joined) and the JSON answer (None when empty)."""
-    event = proxy_event(method, path, body, {"Content-Type": content_type})
+    """Status, headers (`multiValueHeaders` joined) and the JSON answer (None when empty).
+
+    `content_type` None sends none at all; `headers` are sent besides it.
+    """
+    sent = {
+        **({"Content-Type": content_type} if content_type is not None else {}),
+        **(headers or {}),
+    }
+    event = proxy_event(method, path, body, sent, default_content_type=None)
+    return answered(api, event)
+
+
+def answered(api: Api, event: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
     answer = api.handler.lambda_handler(event, LambdaContextStandIn())
     headers = {str(k): str(v) for k, v in (answer.get("headers") or {}).items()}
     for name, values in (answer.get("multiValueHeaders") or {}).items():
@@ -352,3 +367,256 @@ def test_an_emoji_zwj_sequence_is_text(api):
 
     assert status == 200, answer
     assert answer["current"]["content"] == [{"text": "\U0001f469\u200d\U0001f4bb"}]
+
+
+# -- 5. bodies over API Gateway's 10 MB ----------------------------------------------
+
+LIMIT = 10 * 1024 * 1024
+HELLO = '{"message": {"text": "hello"}}'
+
+
+def too_large(answer: tuple[int, dict[str, str], Any], size: int | None) -> None:
+    status, headers, body = answer
+    assert status == 413, body
+    assert headers["Content-Type"] == "application/json"
+    assert body["error"]["code"] == "payload_too_large"
+    said = f"is {size} bytes" if size is not None else "is over the limit"
+    assert body["error"]["message"] == (
+        f"the request body {said}; the limit is {LIMIT} bytes (10 MB)"
+    )
+    assert set(body) == {"error"}
+
+
+@pytest.mark.parametrize("path", [CONVERSE, TURNS])
+@pytest.mark.parametrize(
+    ("declared", "size"),
+    [
+        (str(LIMIT + 1), LIMIT + 1),
+        ("1000000000000", 10**12),
+        ("000000000000000000000000000000000000010485761", LIMIT + 1),
+        ("9" * 5000, None),
+    ],
+)
+def test_a_content_length_over_10_mb_is_413_before_the_body_is_read(api, path, declared, size):
+    """The header alone decides: the body that came is small, valid JSON, and never parsed."""
+    too_large(send(api, "POST", path, HELLO, headers={"Content-Length": declared}), size)
+    assert api.items() == []
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            proxy_event("POST", CONVERSE, b'{"message": {"text": "' + b"a" * LIMIT + b'"}}'),
+            id="base64, as API Gateway passes application/json",
+        ),
+        pytest.param(
+            proxy_event("POST", CONVERSE, '{"message": {"text": "' + "a" * LIMIT + '"}}'),
+            id="text",
+        ),
+        pytest.param(
+            proxy_event(
+                "POST", TURNS, '{"role": "assistant", "text": "' + "\u00e9" * (LIMIT // 2) + '"}'
+            ),
+            id="text of two-byte characters",
+        ),
+    ],
+)
+def test_a_body_over_10_mb_is_413_whatever_its_content_length_says(api, event):
+    size = (
+        len(base64.b64decode(event["body"]))
+        if event["isBase64Encoded"]
+        else len(event["body"].encode())
+    )
+    assert size > LIMIT
+
+    too_large(answered(api, event), size)
+    assert api.items() == []
+
+
+def test_a_body_of_exactly_10_mb_is_read_and_refused_for_what_it_says(api):
+    """At the limit the body is parsed: this one is a message over the store's item limit."""
+    raw = b'{"message": {"text": "' + b"a" * (LIMIT - 25) + b'"}}'
+    assert len(raw) == LIMIT
+
+    status, _, answer = send(api, "POST", CONVERSE, raw, headers={"Content-Length": str(LIMIT)})
+
+    assert (status, answer["error"]["code"]) == (413, "message_too_large"), answer
+    assert api.items() == []
+
+
+def test_the_size_comes_before_the_media_type_and_the_path_before_the_size(api):
+    """As API Gateway: the size is checked before anything the body holds; 405 before both."""
+    oversized = {"Content-Length": str(LIMIT + 1)}
+
+    assert send(api, "POST", CONVERSE, "x", "text/plain", headers=oversized)[0] == 413
+    assert send(api, "POST", CONVERSE, "x", None, headers=oversized)[0] == 413
+    assert send(api, "POST", MEMORY, "x", None, headers=oversized)[0] == 405
+
+
+# -- 6. a body without a Content-Type ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (CONVERSE, HELLO),
+        (TURNS, '{"role": "assistant", "text": "hi"}'),
+        (CONVERSE, ""),
+        (CONVERSE, b'{"message": {"text": "hello"}}'),
+    ],
+)
+@pytest.mark.parametrize("content_type", [None, "", "  "])
+def test_a_post_without_a_content_type_is_415_as_one_of_another_type(api, path, body, content_type):
+    status, headers, answer = send(api, "POST", path, body, content_type)
+
+    assert status == 415, answer
+    assert headers["Content-Type"] == "application/json"
+    assert answer == {
+        "error": {
+            "code": "unsupported_media_type",
+            "message": "Content-Type: missing; the body must be application/json",
+        }
+    }
+    assert api.items() == []
+
+
+def test_a_wrong_content_type_is_415_naming_it_as_before(api):
+    status, _, answer = send(api, "POST", CONVERSE, HELLO, "text/plain")
+
+    assert (status, answer["error"]["code"]) == (415, "unsupported_media_type")
+    assert (
+        answer["error"]["message"]
+        == "Content-Type: 'text/plain'; the body must be application/json"
+    )
+
+
+def test_a_get_needs_no_content_type(api):
+    api.converse("hello")
+
+    for path in (MEMORY, "/health", "/openapi.json"):
+        status, _, answer = send(api, "GET", path, None, None)
+        assert status == 200, (path, answer)
+
+
+def test_a_request_without_a_body_refused_for_its_method_stays_405(api):
+    status, headers, _ = send(api, "DELETE", CONVERSE, None, None)
+
+    assert (status, headers["Allow"]) == (405, "POST")
+
+
+# -- 7. ids with characters no path holds ---------------------------------------------
+
+CONTROL_AND_OTHERS = [
+    "a\u0001b",
+    "\u0000",
+    "a\u001fb",
+    "a\u007fb",
+    "a\u0085b",
+    'a"b',
+    "a\\b",
+    "a`b",
+    "a b",
+    "a\u00a0b",
+    "\u20ac",
+    "caf\u00e9",
+    "a\ud800b",
+]
+"""Raw in the event's path: what Powertools' routes would not match (a 404) and what they would."""
+
+
+@pytest.mark.parametrize("contact", CONTROL_AND_OTHERS)
+@pytest.mark.parametrize(
+    ("method", "route"), [("POST", "converse"), ("POST", "turns"), ("GET", "memory")]
+)
+def test_a_character_no_path_holds_in_the_contact_is_400_naming_it(api, contact, method, route):
+    body = HELLO if route == "converse" else '{"role": "assistant", "text": "hi"}'
+    status, _, answer = send(
+        api,
+        method,
+        f"/v1/tenants/acme/contacts/{contact}/{route}",
+        body if method == "POST" else None,
+    )
+
+    assert status == 400, answer
+    assert answer["error"]["code"] == "invalid_request"
+    assert answer["error"]["message"].startswith("contactId: "), answer
+    assert api.items() == []
+
+
+@pytest.mark.parametrize("tenant", ["a\u0001b", "acme\u0000", "a\\b", "\u00e9"])
+def test_a_character_no_path_holds_in_the_tenant_is_400_naming_it(api, tenant):
+    status, _, answer = send(api, "POST", f"/v1/tenants/{tenant}/contacts/c1/converse", HELLO)
+
+    assert status == 400, answer
+    assert answer["error"]["message"].startswith("tenantId: "), answer
+    assert api.items() == []
+
+
+@pytest.mark.parametrize(
+    "encoded", ["a%01b", "a%00b", "a%7Fb", "a%20b", "a%2Fb", "caf%C3%A9", "a%FFb"]
+)
+def test_percent_encoded_the_same_characters_are_400_naming_the_contact(api, encoded):
+    status, _, answer = send(api, "POST", f"/v1/tenants/acme/contacts/{encoded}/converse", HELLO)
+
+    assert status == 400, answer
+    assert answer["error"]["message"].startswith("contactId: "), answer
+
+
+def test_a_wrong_method_on_a_path_with_a_control_character_is_405_as_its_encoded_form(api):
+    for path in (
+        "/v1/tenants/acme/contacts/a\u0001b/converse",
+        "/v1/tenants/acme/contacts/a%01b/converse",
+    ):
+        status, headers, _ = send(api, "GET", path)
+        assert (status, headers["Allow"]) == (405, "POST"), path
+
+
+def test_what_no_route_has_stays_404_with_a_control_character(api):
+    status, _, answer = send(api, "GET", "/nothing\u0001here")
+
+    assert status == 404
+    assert answer["error"]["code"] == "not_found"
+
+
+def test_an_id_of_id_characters_only_is_served_whether_encoded_or_not(api):
+    for contact in ("alice@example.com", "alice%40example.com", "+33612345678", "%2B33612345678"):
+        status, _, answer = send(
+            api, "POST", f"/v1/tenants/acme/contacts/{contact}/converse", HELLO
+        )
+        assert status == 200, (contact, answer)
+
+
+# -- 8. the same ids in a direct invocation -----------------------------------------
+
+
+@pytest.mark.parametrize("action", ["converse", "record", "memory"])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("contactId", "a\u0001b"),
+        ("contactId", "a\u0000"),
+        ("contactId", "a\u007fb"),
+        ("contactId", "a b"),
+        ("contactId", "a/b"),
+        ("contactId", "a%01b"),
+        ("contactId", "caf\u00e9"),
+        ("contactId", "c1\n"),
+        ("tenantId", "a\u0001b"),
+        ("tenantId", "acme\n"),
+        ("tenantId", "ac.me"),
+    ],
+)
+def test_a_direct_invocation_refuses_the_same_ids_naming_the_field(api, action, field, value):
+    event: dict[str, Any] = {"action": action, "tenantId": "acme", "contactId": "c1", field: value}
+    if action == "converse":
+        event["message"] = {"text": "hi"}
+    if action == "record":
+        event.update(role="assistant", text="hi")
+
+    answer = api.handler.lambda_handler(event, LambdaContextStandIn())
+
+    assert answer["statusCode"] == 400, answer
+    assert answer["error"]["code"] == "invalid_request"
+    assert answer["error"]["message"].startswith(f"{field}: must match "), answer
+    assert api.items() == []

@@ -1,7 +1,8 @@
 """The Strands Agents adapter: a real `strands.Agent` whose memory is the service.
 
-The agent runs a scripted model (it streams text or tool calls as Bedrock would,
-and keeps what it was given) and a real `@tool`; the service is the converse
+The agent runs the client's scripted model (`conversation_memory_client.scripted`:
+it streams text or tool calls as Bedrock would, and keeps what it was given) and a
+real `@tool`; the service is the converse
 handler under moto, reached through the client's Lambda transport. Every
 history a model call receives is checked as Bedrock Converse would check it
 (botocore's input shape, then the rules it enforces beyond the shape).
@@ -10,6 +11,7 @@ history a model call receives is checked as Bedrock Converse would check it
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +26,19 @@ from strands.agent.conversation_manager import (
 from strands.types.content import ContentBlock
 
 from conversation_memory_client import MemoryClient
+from conversation_memory_client.scripted import (
+    ModelCall,
+    Say,
+    ScriptedModel,
+    ScriptExhausted,
+    UseTool,
+)
 from conversation_memory_client.strands import Escalated, ServiceMemory
 from local.proxy_events import LambdaContextStandIn
 from tests.integration.conftest import RULES, Api
 from tests.support.converse_validator import converse_problems
 from tests.support.lambda_stand_in import FUNCTION, FakeLambda
-from tests.support.scripted_strands_model import Call, ModelCall, Say, ScriptedModel, look_up
+from tests.support.strands_tools import look_up
 
 AGENT_PROMPT = "You are Acme's order desk. Answer briefly; look items up before you answer."
 AGENT_SYSTEM: list[dict[str, Any]] = [
@@ -66,8 +75,11 @@ def service(make_api: Callable[..., Api]) -> Service:
 # -- a scripted model and a real tool ------------------------------------------------------
 
 
-def a_tool_loop(n: int = LOOP) -> list[Say | Call]:
-    return [*(Call(f"call:{i}", f"item-{i}") for i in range(n)), Say(f"All {n} are in stock.")]
+def a_tool_loop(n: int = LOOP) -> list[Say | UseTool]:
+    return [
+        *(UseTool("look_up", {"item": f"item-{i}"}, f"call:{i}") for i in range(n)),
+        Say(f"All {n} are in stock."),
+    ]
 
 
 def an_agent(model: ScriptedModel, manager: ConversationManager) -> Agent:
@@ -214,6 +226,38 @@ def test_a_message_the_service_cannot_store_is_refused_before_anything_is_record
 
     assert model.calls == []
     assert service.api.turn_items() == []
+
+
+def test_the_clients_scripted_model_drives_a_real_agent_with_no_network(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+):
+    """What client/README.md offers for trying an agent without Bedrock: the shipped
+    model, a real agent and `ServiceMemory`, with every socket refused."""
+
+    def no_network(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"a connection was attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    model = ScriptedModel([UseTool("look_up", {"item": "tea"}), "Tea: 3 in stock."])
+    agent = an_agent(model, ServiceMemory(service.client, tenant_id="acme", contact_id="c-5"))
+
+    assert str(agent("Is there any tea?")) == "Tea: 3 in stock.\n"
+    with pytest.raises(ScriptExhausted, match="model call 3"):
+        agent("And coffee?")
+
+    first, second, _ = model.calls
+    assert first.tool_names == ["look_up"]
+    assert texts(first.messages[-1]) == ["Is there any tea?"]
+    call = second.messages[-2]["content"][0]["toolUse"]
+    assert (call["name"], call["input"]) == ("look_up", {"item": "tea"})
+    assert call["toolUseId"].startswith("tooluse_")
+    result = second.messages[-1]["content"][0]["toolResult"]
+    assert result["toolUseId"] == call["toolUseId"]
+    assert result["content"] == [{"text": "tea: 3 in stock"}]
+    assert [problems_of(c) for c in model.calls] == [[], [], []]
+    # Question, tool call, its result and the reply; then the second question.
+    assert service.client.memory("acme", "c-5").counters["turnsRecorded"] == 5
 
 
 # -- Strands' own sliding window on the same loop ------------------------------------------

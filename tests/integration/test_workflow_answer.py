@@ -116,13 +116,17 @@ def test_a_long_cjk_history_is_shortened_to_fit_with_a_marker_and_a_warning(api,
     for index in range(6):
         api.converse(f"{index}" + "問" * 4000)
         api.reply(f"{index}" + "答" * 4000)
-    state = for_the_workflow(api, {"text": "長" * 60_000})
+    # Trimmed by tokens, a CJK history holds some 800 characters a message: the current
+    # message is most of what the state can hold.
+    state = for_the_workflow(api, {"text": "長" * 80_000})
     assert json_bytes(state) <= MODEL_INPUT_LIMIT_BYTES + 1024
     first = state["model"]["input"]["Messages"][0]["Content"][0]["Text"]
     assert first.startswith("… ")
     assert "omitted to fit the workflow's 256 KiB state" in first
-    assert state["model"]["input"]["Messages"][-1]["Content"][-1] == {"Text": "長" * 60_000}
+    assert state["model"]["input"]["Messages"][-1]["Content"][-1] == {"Text": "長" * 80_000}
     lines = log_lines(logs.getvalue())
     [shortened] = [line for line in lines if line["message"] == "workflow_input_shortened"]
     assert shortened["level"] == "WARNING"
+    assert (shortened["tenant"], shortened["contact"]) == ("acme", "c1")
+    assert "長" not in logs.getvalue()
     assert (shortened["omittedMessages"], shortened["memoryOmitted"]) >= (2, False)

@@ -227,11 +227,13 @@ def test_a_long_cjk_message_after_long_cjk_exchanges_is_answered_with_the_oldest
     for index in range(6):
         workflow.api.converse(f"{index}" + "問" * 4_800)
         workflow.api.reply(f"{index}" + "答" * 4_800)
-    execution = workflow.run({"text": "長" * 70_000})
+    # Trimmed by tokens, a CJK history holds some 800 characters a message: the current
+    # message is most of what the state can hold.
+    execution = workflow.run({"text": "長" * 80_000})
     assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
     sent = workflow.bedrock.last_messages
     assert "omitted to fit the workflow's 256 KiB state" in sent[0]["content"][0]["text"]
-    assert sent[-1]["content"][-1] == {"text": "長" * 70_000}
+    assert sent[-1]["content"][-1] == {"text": "長" * 80_000}
 
 
 def test_a_message_that_cannot_fit_is_refused_before_anything_is_recorded(workflow):

@@ -170,6 +170,7 @@ class InMemoryConversationStore:
                 recent_contact=change.recent_contact,
                 lease_until=_whole_second(change.lease_until) or current.lease_until,
                 stable_edge=change.stable_edge,
+                last_window_at=change.window_at or current.last_window_at,
             )
             conversation.state_expiry = self._state_ttl(turn, lifetime_days)
 

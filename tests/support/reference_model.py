@@ -34,9 +34,34 @@ Position = tuple[datetime, datetime, str]
 """`sentAt`, then the arrival (the service's clock when it was recorded), then the id."""
 
 
+UNITS_PER_TOKEN = 64
+UNITS = {"é": 32, "😀": 128}
+"""What a character costs, in 64ths of a token, for the model's alphabet: an ASCII one
+and general punctuation (the markers' `…`, the summaries' `–`) a quarter token, `é`
+(Latin-1) a half, an emoji two (docs/decisions.md, the estimate by script). The model
+knows no other character."""
+
+
+def units(text: str) -> int:
+    return sum(
+        16 if character.isascii() or "\u2000" <= character <= "\u206f" else UNITS[character]
+        for character in text
+    )
+
+
 def tokens(text: str) -> int:
-    """SPEC 4: ceil(characters / 4), over code points."""
-    return (len(text) + 3) // 4
+    """The estimate: the characters' costs added, rounded up to whole tokens."""
+    return -(-units(text) // UNITS_PER_TOKEN)
+
+
+def _longest_within(text: str, budget: int) -> int:
+    """How many of `text`'s first characters cost at most `budget` units."""
+    spent = 0
+    for count, character in enumerate(text):
+        spent += units(character)
+        if spent > budget:
+            return count
+    return len(text)
 
 
 @dataclass(frozen=True)
@@ -69,14 +94,15 @@ class Limits:
         """SPEC 5.5.1 for one text block: head + exact marker on its own line + tail."""
         if tokens(text) <= self.message_max_tokens:
             return text
-        head_chars = 4 * min(TRIM_CONSTANT_TOKENS, self.message_max_tokens // 2)
-        tail_chars = 4 * min(TRIM_CONSTANT_TOKENS, self.message_max_tokens // 2)
-        omitted = len(text) - head_chars - tail_chars
-        if omitted <= 0:
+        budget = UNITS_PER_TOKEN * min(TRIM_CONSTANT_TOKENS, self.message_max_tokens // 2)
+        head_chars = _longest_within(text, budget)
+        tail_chars = _longest_within(text[::-1], budget)
+        if head_chars + tail_chars >= len(text):
             return text
         head = text[:head_chars]
         tail = text[len(text) - tail_chars :]
-        return "\n".join(part for part in (head, MARKER.format((omitted + 3) // 4), tail) if part)
+        omitted = tokens(text[head_chars : len(text) - tail_chars])
+        return "\n".join(part for part in (head, MARKER.format(omitted), tail) if part)
 
 
 @dataclass(frozen=True)

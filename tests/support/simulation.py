@@ -75,28 +75,28 @@ class Observed:
     def window_built(self, window: Window) -> None:
         pass
 
-    def window_bounded(self, window: Window) -> None:
+    def window_bounded(self, key: ConversationKey, window: Window) -> None:
         pass
 
-    def coverage_gap(self, missing: list[TurnPosition]) -> None:
+    def coverage_gap(self, key: ConversationKey, missing: list[TurnPosition]) -> None:
         self.gaps.append(len(missing))
 
-    def fragment_repaired(self, repairs: list[Repair]) -> None:
+    def fragment_repaired(self, key: ConversationKey, repairs: list[Repair]) -> None:
         self.repairs.extend(repairs)
 
-    def escalated(self, turn_count: int) -> None:
+    def escalated(self, key: ConversationKey, turn_count: int) -> None:
         pass
 
     def compaction_enqueued(self) -> None:
         pass
 
-    def compaction_request_failed(self, error: Exception) -> None:
+    def compaction_request_failed(self, key: ConversationKey, error: Exception) -> None:
         raise AssertionError(error)
 
     def commit_retried(self, attempt: int) -> None:
         pass
 
-    def replay_memory_missing(self, version: int) -> None:
+    def replay_memory_missing(self, key: ConversationKey, version: int) -> None:
         self.memories_missing.append(version)
 
     def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None:

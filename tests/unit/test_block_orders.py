@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.converse_shape import CachePoints, converse_fragment
-from memory_core.tokens import compact_json, estimate_content_tokens
+from memory_core.tokens import compact_json, estimate_content_tokens, text_units, tokens_to_units
 from memory_core.trim import TRIMMED_INPUT_KEY, TrimShape, trim_turn
 from memory_core.turns import Role, Turn
 from memory_core.window import Window, WindowLimits, build_window
@@ -331,17 +331,17 @@ def test_the_window_reads_a_message_of_any_block_order_whole(message):
     assert window.estimated_tokens == sum(window.turn_tokens)
 
 
-def trimmable_chars(content: list[dict[str, Any]]) -> int:
-    """What the trim cuts, as one string: texts, tool inputs' and results' texts."""
+def trimmable_units(content: list[dict[str, Any]]) -> int:
+    """The cost of what the trim cuts, as one string: texts, tool inputs' and results' texts."""
     total = 0
     for block in content:
         if "text" in block:
-            total += len(block["text"])
+            total += text_units(block["text"])
         elif "toolUse" in block:
-            total += len(compact_json(block["toolUse"]["input"]))
+            total += text_units(compact_json(block["toolUse"]["input"]))
         else:
             for item in block["toolResult"]["content"]:
-                total += len(item["text"] if "text" in item else compact_json(item["json"]))
+                total += text_units(item["text"] if "text" in item else compact_json(item["json"]))
     return total
 
 
@@ -353,7 +353,7 @@ def test_the_trim_keeps_every_block_of_any_order_and_every_tool_id(message, budg
     original = Turn("m1", role, content, T0)
     trimmed = trim_turn(original, shape)
     over = estimate_content_tokens(content) > budget
-    cuttable = trimmable_chars(content) > 4 * (shape.head_tokens + shape.tail_tokens)
+    cuttable = trimmable_units(content) > tokens_to_units(shape.head_tokens + shape.tail_tokens)
     assert (trimmed is not original) == (over and cuttable)
     assert block_kinds(trimmed.content) == block_kinds(content)
     for before, after in zip(content, trimmed.content, strict=True):

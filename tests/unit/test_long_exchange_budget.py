@@ -13,7 +13,7 @@ import dataclasses
 
 import pytest
 
-from memory_core.tokens import CHARS_PER_TOKEN, estimate_content_tokens
+from memory_core.tokens import ASCII_UNITS, UNITS_PER_TOKEN, estimate_content_tokens
 from memory_core.turns import Turn
 from memory_core.window import (
     NO_QUESTION_MARKER,
@@ -51,8 +51,8 @@ def _replies(clock: Clock, count: int) -> list[Turn]:
 def _question_of(omitted: int, remainder: int) -> str:
     """A question whose characters with the marker for `omitted` leave `remainder` over
     whole tokens."""
-    marker = len(exchange_omission_marker(omitted))
-    length = 40 + (remainder - 40 - marker) % CHARS_PER_TOKEN
+    marker = len(exchange_omission_marker(omitted))  # its "…" cost as ASCII characters do
+    length = 40 + (remainder - 40 - marker) % (UNITS_PER_TOKEN // ASCII_UNITS)
     return "q" * length
 
 

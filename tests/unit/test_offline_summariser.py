@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 
 from adapters.summariser import OfflineSummariser, Summary, transcript
 from memory_core.settings import load_settings
-from memory_core.tokens import estimate_tokens
+from memory_core.tokens import (
+    ASCII_UNITS,
+    estimate_tokens,
+    text_units,
+    tokens_to_units,
+    units_to_tokens,
+)
 from memory_core.turns import Role, Turn
 from tests.unit.conversation_builders import Clock, text, turn
 
@@ -268,7 +274,9 @@ LABEL_AND_SPEAKER = "[2026-11-01 09:01, 1 turn]\n- Contact: "
 @pytest.mark.parametrize("letter", ["x", "語"])
 def test_a_summary_exactly_at_its_cap_is_kept_whole(letter):
     cap = 50
-    body = letter * (4 * cap - len(LABEL_AND_SPEAKER))
+    # The letters that fit beside the label, then x's (a quarter token each) to the cap.
+    room = tokens_to_units(cap) - text_units(LABEL_AND_SPEAKER)
+    body = letter * (room // text_units(letter)) + "x" * (room % text_units(letter) // ASCII_UNITS)
     summary = OfflineSummariser().summarise(None, [turn(Clock(), "user", text(body))], cap)
     assert summary.text == LABEL_AND_SPEAKER + body
     assert summary.output_tokens == estimate_tokens(summary.text) == cap
@@ -339,10 +347,19 @@ def test_any_conversation_folds_within_the_cap_deterministically(folding, cap, w
         assert summary.output_tokens == estimate_tokens(summary.text)
 
 
+def structured_minimum(turns: Sequence[Turn]) -> int:
+    """MIN_STRUCTURED, and what a shortest point (24 characters) costs more in the turns'
+    costliest script: the minimum counts characters that cost as ASCII ones."""
+    letters = {letter for t in turns for block in t.content for letter in block.get("text", "")}
+    heaviest = max((text_units(letter) for letter in letters), default=ASCII_UNITS)
+    return MIN_STRUCTURED + units_to_tokens(24 * max(0, heaviest - ASCII_UNITS))
+
+
 @settings(max_examples=150)
-@given(foldings(), st.integers(MIN_STRUCTURED, 1200))
-def test_from_the_minimum_cap_every_folded_turn_is_labelled_and_every_stretch_shown(folding, cap):
+@given(foldings(), st.integers(0, 1200 - MIN_STRUCTURED))
+def test_from_the_minimum_cap_every_folded_turn_is_labelled_and_every_stretch_shown(folding, over):
     turns, batches = folding
+    cap = structured_minimum(turns) + over
     for folded, summary in folds(turns, batches, cap):
         assert_every_turn_is_labelled(summary.text, turns[:folded])
         for stretch in stretches(summary.text):

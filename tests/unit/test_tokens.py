@@ -19,9 +19,12 @@ def test_the_estimate_is_the_ceiling_of_characters_over_four(body, tokens):
     assert estimate_tokens(body) == tokens
 
 
-def test_the_estimate_counts_code_points_not_bytes():
-    assert estimate_tokens("é" * 4) == 1
-    assert estimate_tokens("😀" * 8) == 2
+def test_a_character_costs_by_its_script_not_by_its_bytes():
+    # é and ж are two bytes each in UTF-8, 😀 four: Latin-1 letters cost half a token,
+    # Cyrillic ones 33/64, an emoji two tokens (memory_core/tokens.py).
+    assert estimate_tokens("é" * 4) == 2
+    assert estimate_tokens("ж" * 64) == 33
+    assert estimate_tokens("😀" * 8) == 16
 
 
 def test_a_message_is_estimated_over_all_its_text_at_once():
@@ -42,10 +45,11 @@ def test_a_tool_block_is_estimated_as_its_json_text():
     )
 
 
-def test_a_tool_block_counts_non_latin_text_by_code_points_not_escapes():
+def test_a_tool_block_counts_non_latin_text_by_its_characters_not_escapes():
+    # 条 is a token; as a \uXXXX escape it would be six ASCII characters, a token and a half.
     result = tool_result("t1", "条" * 400)
     overhead = len('{"toolResult":{"toolUseId":"t1","content":[{"text":""}]}}')
-    assert estimate_content_tokens([result]) == estimate_tokens("x" * (400 + overhead))
+    assert estimate_content_tokens([result]) == 400 + estimate_tokens("x" * overhead)
 
 
 def test_text_and_tool_blocks_of_one_message_are_estimated_together():

@@ -22,7 +22,13 @@ from hypothesis import strategies as st
 
 from memory_core.converse_shape import CachePoints, converse_fragment, merged_by_role
 from memory_core.repairs import NO_RESULT_RECORDED
-from memory_core.tokens import estimate_content_tokens, estimate_turn_tokens
+from memory_core.tokens import (
+    estimate_content_tokens,
+    estimate_tokens,
+    estimate_turn_tokens,
+    text_units,
+    tokens_to_units,
+)
 from memory_core.trim import TRIMMED_INPUT_KEY, TrimShape, trim_text, trim_turn
 from memory_core.turns import Turn
 from memory_core.window import ExchangeOmission, Window, WindowLimits, build_window
@@ -311,19 +317,32 @@ def reordered(merged: list[dict[str, Any]]) -> int:
 MARKER = re.compile(r"… (\d+) tokens omitted …")
 
 
+def _longest_head(text: str, units: int) -> int:
+    """How many characters of `text`, from its start, cost at most `units`: one at a time."""
+    kept = 0
+    for character in text:
+        units -= text_units(character)
+        if units < 0:
+            break
+        kept += 1
+    return kept
+
+
 @given(st.text(min_size=0, max_size=12_000), st.integers(2, 3000))
 def test_a_trim_keeps_the_ends_and_owns_up_to_exactly_what_it_cut(body, max_tokens):
     shape = TrimShape.for_budget(max_tokens)
     trimmed = trim_text(body, shape)
-    head, tail = shape.head_tokens * 4, shape.tail_tokens * 4
-    if -(-len(body) // 4) <= max_tokens or len(body) <= head + tail:
+    head_units, tail_units = tokens_to_units(shape.head_tokens), tokens_to_units(shape.tail_tokens)
+    if estimate_tokens(body) <= max_tokens or text_units(body) <= head_units + tail_units:
         assert trimmed == body
         return
+    head = _longest_head(body, head_units)
+    tail = len(body) - _longest_head(body[::-1], tail_units)
     markers = MARKER.findall(trimmed)
     assert len(markers) == 1
     assert trimmed.startswith(body[:head])
-    assert trimmed.endswith(body[len(body) - tail :])
-    assert int(markers[0]) == -(-(len(body) - head - tail) // 4)
+    assert trimmed.endswith(body[tail:])
+    assert int(markers[0]) == estimate_tokens(body[head:tail])
 
 
 def _texts_of(block: Mapping[str, Any]) -> list[str]:
@@ -357,10 +376,10 @@ def test_a_message_of_any_blocks_keeps_its_ends_and_each_cut_owns_up_to_what_it_
             continue
         assert len(trimmed.content) == len(original.content)
         whole = "".join(text for block in original.content for text in _texts_of(block))
-        kept_head, kept_tail = (
-            whole[: shape.head_tokens * 4],
-            whole[len(whole) - shape.tail_tokens * 4 :],
-        )
+        kept_head = whole[: _longest_head(whole, tokens_to_units(shape.head_tokens))]
+        kept_tail = whole[
+            len(whole) - _longest_head(whole[::-1], tokens_to_units(shape.tail_tokens)) :
+        ]
         pieces: list[str] = []
         for before, after in zip(original.content, trimmed.content, strict=True):
             for key in ("toolUse", "toolResult"):
@@ -378,6 +397,6 @@ def test_a_message_of_any_blocks_keeps_its_ends_and_each_cut_owns_up_to_what_it_
                 tail = now[found.end() :].removeprefix("\n")
                 assert was.startswith(head)
                 assert was.endswith(tail)
-                assert int(found.group(1)) == -(-(len(was) - len(head) - len(tail)) // 4)
+                assert int(found.group(1)) == estimate_tokens(was[len(head) : len(was) - len(tail)])
                 pieces.append(head + tail)
         assert "".join(pieces) == kept_head + kept_tail

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import botocore.session
 
+from conversation_memory_client.configuration import CONFIGURATION_ERRORS, not_configured
 from conversation_memory_client.errors import (
     ServiceUnavailable,
     error_code_and_message,
@@ -91,29 +92,42 @@ class MemoryClient:
         *,
         region: str | None = None,
         session: botocore.session.Session | None = None,
+        sign: bool | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         timeout_seconds: float = 10.0,
         sleep: Sleep = time.sleep,
         http_session: Any | None = None,
     ) -> MemoryClient:
-        """A client of the HTTP API at `api_url` (the stack's `ApiUrl`, stage included).
+        """A client of the HTTP API at `api_url` (the stack's `ApiUrl`, stage included,
+        or `http://127.0.0.1:8000` for `make run`'s local runner).
 
-        The region is `region`, else the one in an `execute-api` URL (the API's
-        own, which the signature must name), else the session's. Credentials
-        come from the session's standard chain.
+        Requests are SigV4-signed for `execute-api`. The region is `region`, else
+        the one in an `execute-api` URL (the API's own, which the signature must
+        name), else the session's (`AWS_DEFAULT_REGION` or the profile's `region`;
+        botocore does not read `AWS_REGION`). Credentials come from the session's
+        standard chain.
+
+        `sign` decides whether requests are signed. None (the default): always,
+        except toward a loopback URL (`localhost`, 127.0.0.0/8, `::1`: the local
+        runner, which authenticates nobody), where requests go unsigned when no
+        region or no credentials are configured. True: always, a loopback URL too.
+        False: never (a gateway that authenticates otherwise, a runner on another
+        host). A missing region raises `NotConfigured` here, missing credentials at
+        the first call; only `sign=False` sends unsigned to a URL that is not loopback.
+
         `http_session` replaces botocore's `URLLib3Session` (anything with its
         `send(prepared_request)`), e.g. to set proxies or to observe requests.
         """
         session = session or botocore.session.Session()
-        region = region or region_of_api(api_url) or session.get_config_variable("region")
-        if not region:
-            raise ValueError("no region: pass region=..., or set AWS_REGION or a profile's region")
+        if sign is not False:
+            region = region or region_of_api(api_url) or _session_region(session, api_url)
         transport = HttpTransport(
             api_url,
             region=region,
             session=session,
             timeout_seconds=timeout_seconds,
             http_session=http_session,
+            sign=sign,
         )
         return cls(transport, max_attempts=max_attempts, sleep=sleep)
 
@@ -130,6 +144,11 @@ class MemoryClient:
     ) -> MemoryClient:
         """A client that invokes the converse-history function (a name, ARN or `name:alias`).
 
+        The region is `region`, else the one in a function ARN (`HistoryAliasArn`),
+        else the session's (`AWS_DEFAULT_REGION` or the profile's `region`; botocore
+        does not read `AWS_REGION`). With none, or with no credentials, the call
+        raises `NotConfigured` (a missing region here, missing credentials at the
+        first call).
         `lambda_client` is any botocore Lambda client (with its own config), or a
         stand-in with `invoke(FunctionName=..., Payload=...)`; without one, a client
         is made from the session with botocore's own retries off (this client's
@@ -225,6 +244,15 @@ class MemoryClient:
             delay,
         )
         self._sleep(delay)
+
+
+def _session_region(session: botocore.session.Session, api_url: str) -> str | None:
+    """The session's default region (None if it has none); a broken profile raises."""
+    try:
+        region = session.get_config_variable("region")
+    except CONFIGURATION_ERRORS as error:
+        raise not_configured(error, f"requests to {api_url.rstrip('/')}") from error
+    return str(region) if region else None
 
 
 def _worth_retrying(answer: Answer) -> bool:

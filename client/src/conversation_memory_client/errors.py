@@ -3,8 +3,9 @@
 Both transports answer a refusal in the API's error shape,
 `{"error": {"code", "message", ...}}` with its status (over HTTP, the
 response's; over Lambda, the payload's `statusCode`), and `error_for` makes it
-the exception of its kind. `ServiceUnavailable` is the one the client raises
-itself: the service failed or throttled on every attempt.
+the exception of its kind. Two the client raises itself: `ServiceUnavailable`
+(the service failed or throttled on every attempt) and `NotConfigured` (no AWS
+credentials or region to make the call with, so nothing was sent).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ DEFAULT_RETRY_AFTER_SECONDS = 1
 
 
 class MemoryServiceError(Exception):
-    """A call the service refused or could not answer: its HTTP status, code and message."""
+    """A call the service refused or could not answer, or that the client could not make:
+    its HTTP status (0 when nothing was sent), code and message."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(f"{status} {code}: {message}")
@@ -71,6 +73,21 @@ class RateLimited(MemoryServiceError):
 
 class ServiceUnavailable(MemoryServiceError):
     """A 5xx, throttling or a connection failure on every attempt the client made."""
+
+
+class NotConfigured(MemoryServiceError):
+    """No AWS credentials or no region to sign or route the call with: nothing was sent.
+
+    `status` is 0 and `code` says what is missing: `no_region`, `no_credentials`,
+    `partial_credentials` (a key without its secret), `profile_not_found`, or
+    `credentials_unavailable` (a configured source failed: an expired SSO session, a
+    role that could not be assumed). The message says what to set; the botocore error
+    behind it is the `__cause__`. Never retried: the next attempt would fail alike.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(0, code, message)
+        self.args = (f"{code}: {message}",)  # no status to show: nothing was sent
 
 
 _BY_STATUS: dict[int, type[MemoryServiceError]] = {

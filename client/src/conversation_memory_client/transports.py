@@ -3,12 +3,16 @@
 Each transport sends one `Call` once and gives back the service's `Answer`
 (its status and JSON body), refusals included: deciding what to retry and
 what to raise is the client's. What never reached an answer (a connection
-that failed, Lambda's own throttling) is raised as `TransientFailure`.
+that failed, Lambda's own throttling) is raised as `TransientFailure`; a call
+that could not be made for want of a region or credentials raises
+`NotConfigured` (`configuration.py` says what botocore reads).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -21,6 +25,16 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, HTTPClientError, NoCredentialsError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.httpsession import URLLib3Session
+
+from conversation_memory_client.configuration import (
+    CONFIGURATION_ERRORS,
+    is_loopback,
+    no_credentials,
+    no_region,
+    not_configured,
+)
+
+logger = logging.getLogger(__name__)
 
 Action = Literal["converse", "record", "memory"]
 
@@ -94,31 +108,47 @@ class Transport(Protocol):
 
 
 class HttpTransport:
-    """The API over HTTPS: each request signed with SigV4 for `execute-api`.
+    """The API over HTTP(S): each request signed with SigV4 for `execute-api`, or unsigned.
 
     Credentials come from the session's standard chain (environment, profile, an
     assumed role, the instance or task role), read once and refreshed by botocore
     as they expire; each attempt is signed anew, so a retry carries a fresh date.
+
+    `sign=True` signs every request and needs a region and credentials (else
+    `NotConfigured`); `sign=False` signs none. `sign=None` signs too, except toward a
+    loopback URL (`make run`'s runner, which authenticates nobody): there, with no
+    region or no credentials configured, requests go unsigned, and the transport says
+    so once in its log. Any other URL is never sent unsigned unless `sign=False`.
     """
 
     def __init__(
         self,
         api_url: str,
         *,
-        region: str,
+        region: str | None,
         session: botocore.session.Session,
         timeout_seconds: float,
         http_session: Any | None = None,
+        sign: bool | None = None,
     ) -> None:
         self._api_url = api_url.rstrip("/")
+        self._target = f"requests to {self._api_url}"
         self._region = region
         self._session = session
         self._credentials: Any | None = None
+        self._lock = threading.Lock()
+        if sign is None and not is_loopback(api_url):
+            sign = True
+        if sign and not region:
+            raise no_region(self._target)
+        self._sign = sign
+        if sign is None and not region:
+            self._go_unsigned("no AWS region is configured")
         # botocore's own HTTP stack: what its clients use, so no other HTTP library is needed.
         self._http = http_session or URLLib3Session(timeout=timeout_seconds)
 
     def send(self, call: Call) -> Answer:
-        """The call as a SigV4-signed HTTP request, signed afresh for this attempt."""
+        """The call as an HTTP request, SigV4-signed afresh for this attempt (or unsigned)."""
         method, operation = _ROUTES[call.action]
         url = (
             f"{self._api_url}/v1/tenants/{quote(call.tenant_id, safe='')}"
@@ -130,7 +160,9 @@ class HttpTransport:
             data = json.dumps(call.body, separators=(",", ":")).encode("utf-8")
             headers["Content-Type"] = "application/json"
         request = AWSRequest(method=method, url=url, data=data, headers=headers)
-        SigV4Auth(self._frozen_credentials(), "execute-api", self._region).add_auth(request)
+        credentials = self._signing_credentials()
+        if credentials is not None:
+            SigV4Auth(credentials, "execute-api", self._region).add_auth(request)
         try:
             response = self._http.send(request.prepare())
         except _CONNECTION_ERRORS as error:
@@ -141,13 +173,34 @@ class HttpTransport:
             retry_after=response.headers.get("Retry-After"),
         )
 
-    def _frozen_credentials(self) -> Any:
-        """This attempt's credentials: one consistent key, secret and token, refreshed as due."""
-        if self._credentials is None:
-            self._credentials = self._session.get_credentials()
-            if self._credentials is None:
-                raise NoCredentialsError()
-        return self._credentials.get_frozen_credentials()
+    def _signing_credentials(self) -> Any | None:
+        """This attempt's credentials (one consistent key, secret and token, refreshed as
+        due), or None to send it unsigned."""
+        try:
+            with self._lock:
+                if self._sign is False:
+                    return None
+                if self._credentials is None:
+                    self._credentials = self._session.get_credentials()
+                if self._credentials is None:
+                    if self._sign:
+                        raise no_credentials(self._target) from NoCredentialsError()
+                    self._go_unsigned("no AWS credentials are configured")
+                    return None
+            return self._credentials.get_frozen_credentials()
+        except (*CONFIGURATION_ERRORS, ClientError) as error:
+            # A ClientError here is STS refusing to refresh an assumed role's credentials.
+            raise not_configured(error, self._target) from error
+
+    def _go_unsigned(self, why: str) -> None:
+        """Loopback only, with sign=None: from now on, every request goes unsigned."""
+        self._sign = False
+        logger.info(
+            "conversation-memory: sending unsigned requests to %s, a loopback URL: %s "
+            "(pass sign=True to require signing)",
+            self._api_url,
+            why,
+        )
 
 
 class LambdaTransport:
@@ -167,9 +220,19 @@ class LambdaTransport:
     def with_a_new_client(
         cls, function_name: str, *, region: str | None, session: botocore.session.Session
     ) -> LambdaTransport:
-        """A Lambda client from the session, with botocore's own retries off."""
+        """A Lambda client from the session, with botocore's own retries off.
+
+        The region is `region`, else the one in a function ARN, else the session's.
+        """
         config = Config(retries={"total_max_attempts": 1})
-        lambda_client = session.create_client("lambda", region_name=region, config=config)
+        try:
+            lambda_client = session.create_client(
+                "lambda",
+                region_name=region or region_of_function(function_name),
+                config=config,
+            )
+        except CONFIGURATION_ERRORS as error:
+            raise not_configured(error, f"invoking {function_name}") from error
         return cls(function_name, lambda_client)
 
     def send(self, call: Call) -> Answer:
@@ -185,6 +248,8 @@ class LambdaTransport:
                 FunctionName=self._function_name,
                 Payload=json.dumps(event, separators=(",", ":")).encode("utf-8"),
             )
+        except CONFIGURATION_ERRORS as error:
+            raise not_configured(error, f"invoking {self._function_name}") from error
         except ClientError as error:
             details = error.response.get("Error", {})
             code = str(details.get("Code", ""))
@@ -211,6 +276,14 @@ def region_of_api(api_url: str) -> str | None:
     labels = (urlsplit(api_url).hostname or "").split(".")
     if len(labels) >= 4 and labels[1] == "execute-api":
         return labels[2]
+    return None
+
+
+def region_of_function(function_name: str) -> str | None:
+    """The region in a function ARN (`arn:aws:lambda:{region}:{account}:function:{name}`)."""
+    parts = function_name.split(":")
+    if len(parts) >= 7 and parts[0] == "arn" and parts[2] == "lambda" and parts[3]:
+        return parts[3]
     return None
 
 
