@@ -13,6 +13,8 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from memory_core.settings import load_settings
+from memory_core.trim import prepared
 from memory_core.turns import Turn
 
 MAX_CHARS = 20_000
@@ -61,14 +63,19 @@ def conversation(rng: random.Random, messages: int) -> list[Message]:
 
 
 def as_turns(messages: list[Message], start: datetime | None = None) -> list[Turn]:
-    """The messages as the store hands them to the window: Turns a minute apart."""
+    """The messages as the store hands them to the window: Turns a minute apart, each
+    with the estimate (and a long one with the cut) made as it was recorded."""
     first = start or datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    trim = load_settings({}).window_limits.trim
     return [
-        Turn(
-            f"m{n:05d}",
-            "user" if m.role == "user" else "assistant",
-            [{"text": m.text}],
-            first + timedelta(minutes=n),
+        prepared(
+            Turn(
+                f"m{n:05d}",
+                "user" if m.role == "user" else "assistant",
+                [{"text": m.text}],
+                first + timedelta(minutes=n),
+            ),
+            trim,
         )
         for n, m in enumerate(messages)
     ]

@@ -47,7 +47,14 @@ from bench.bedrock_cache import (
 )
 from bench.common import REPO_ROOT, SEED
 from memory_core.settings import load_settings
-from memory_core.tokens import block_units, estimate_tokens, tokens_to_chars, units_to_tokens
+from memory_core.tokens import (
+    block_units,
+    estimate_tokens,
+    text_units,
+    tokens_to_units,
+    units_to_tokens,
+)
+from memory_core.trim import longest_within
 from tests.support.simulation import Exchange, SimulatedClock, Simulation, play
 
 AGENT_PROMPT_TOKENS = 1500
@@ -83,16 +90,20 @@ _WORDS = tuple(
 
 
 def chat_text(rng: random.Random, tokens: int) -> str:
-    """Sentences of plain words, exactly `tokens` long by the service's estimate."""
-    chars = tokens_to_chars(tokens)
+    """Sentences of plain words, cut to the longest head within `tokens` by the service's estimate.
+
+    That is `tokens` exactly: none of their characters (letters, spaces, full stops)
+    costs more than a token, so the head falls short of `tokens` by less than one.
+    """
+    budget = tokens_to_units(tokens)
     sentences: list[str] = []
-    length = 0
-    while length < chars:
+    units = 0
+    while units <= budget:
         words = rng.choices(_WORDS, k=rng.randint(6, 18))
-        sentence = " ".join(words).capitalize() + "."
-        sentences.append(sentence)
-        length += len(sentence) + 1
-    return " ".join(sentences)[:chars]
+        sentences.append(" ".join(words).capitalize() + ".")
+        units += text_units(sentences[-1] + " ")
+    text = " ".join(sentences)
+    return text[: longest_within(text, budget)]
 
 
 def _log_uniform(rng: random.Random, low: int, high: int) -> int:
@@ -223,7 +234,7 @@ def converse_message(message: BaseMessage) -> Message:
 
 
 def estimate_messages(messages: Sequence[BaseMessage]) -> int:
-    """The service's estimate over LangChain messages: ceil(characters / 4) each."""
+    """The service's estimate over LangChain messages, each rounded up to a token on its own."""
     return sum(estimate_tokens(str(message.content)) for message in messages)
 
 

@@ -6,7 +6,7 @@ adapters (`tests/support/simulation.py`), the fold lagging a little behind
 every converse call the simulation adds up what the model is handed: the
 window's history, the memory's summary and the current message, against the
 whole conversation so far plus the current message. Both use the service's
-own estimate, ceil(characters / 4).
+own estimate (memory_core/tokens.py).
 """
 
 from __future__ import annotations

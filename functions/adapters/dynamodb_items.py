@@ -34,7 +34,7 @@ from memory_core.conversation import ConversationState, Fold, LateTurn
 from memory_core.history_range import is_expired
 from memory_core.stable_window import StableEdge
 from memory_core.turn_cap import Streak
-from memory_core.turns import Turn, TurnPosition
+from memory_core.turns import TextCut, Turn, TurnPosition
 from memory_core.usage import TokenUsage
 
 STATE_SK = "TURN#~STATE"
@@ -46,6 +46,12 @@ FOLD_VERSION_DIGITS = 12
 TTL_ATTRIBUTE = "expiresAt"
 STATED_SENT_AT_ATTRIBUTE = "statedSentAt"
 """A turn item whose sender's clock ran ahead: the `sentAt` it gave (`sentAt` is its arrival)."""
+COST_UNITS_ATTRIBUTE = "costUnits"
+"""A turn's token estimate in cost units, made as it was recorded: a window reads it
+instead of estimating again. Items from before the estimate had it lack it and are
+estimated when read; an estimate that changes its units takes a new name."""
+TEXT_CUT_ATTRIBUTE = "textCut"
+"""A long text turn's cut by the trim (`TextCut`, flat), made as it was recorded."""
 USAGE_ATTRIBUTE = "usage"
 """A reply's turn item: the model's token usage, as reported with it."""
 LAST_WINDOW_AT = "lastWindowAt"
@@ -98,7 +104,24 @@ def turn_item(partition: str, turn: Turn, *, encoded: str, tokens: int, ttl: int
     }
     if turn.stated_sent_at is not None:
         item[STATED_SENT_AT_ATTRIBUTE] = {"S": format_instant(turn.stated_sent_at)}
+    if turn.cost_units is not None:
+        item[COST_UNITS_ATTRIBUTE] = {"N": str(turn.cost_units)}
+    if turn.text_cut is not None:
+        item[TEXT_CUT_ATTRIBUTE] = {"L": [{"N": str(n)} for n in _flat(turn.text_cut)]}
     return item
+
+
+def _flat(cut: TextCut) -> list[int]:
+    return [*cut.shape, cut.head, cut.tail, cut.omitted, cut.units]
+
+
+def _text_cut(item: Mapping[str, Any]) -> TextCut | None:
+    if TEXT_CUT_ATTRIBUTE not in item:
+        return None
+    budget, head_tokens, tail_tokens, head, tail, omitted, units = (
+        int(n["N"]) for n in item[TEXT_CUT_ATTRIBUTE]["L"]
+    )
+    return TextCut((budget, head_tokens, tail_tokens), head, tail, omitted, units)
 
 
 def turn_from(item: Mapping[str, Any]) -> Turn:
@@ -110,6 +133,8 @@ def turn_from(item: Mapping[str, Any]) -> Turn:
         sent_at=position.sent_at,
         recorded_at=position.recorded_at,
         stated_sent_at=_instant(item, STATED_SENT_AT_ATTRIBUTE),
+        cost_units=_number(item, COST_UNITS_ATTRIBUTE) if COST_UNITS_ATTRIBUTE in item else None,
+        text_cut=_text_cut(item),
     )
 
 

@@ -18,7 +18,7 @@ from math import inf
 from typing import Any, Protocol
 
 from memory_core.tokens import (
-    ASCII_UNITS,
+    CHEAPEST_UNITS,
     estimate_tokens,
     readable_texts,
     text_units,
@@ -109,13 +109,18 @@ class OfflineSummariser:
     """A point is not shortened below this: its speaker and a few words."""
     FEWEST_POINTS = 4
     """A stretch whose share cannot show this many points is merged, while another is left."""
-    MIN_STRUCTURED_TOKENS = 24
+    MIN_STRUCTURED_TOKENS = 49
     """From this cap up, every stretch shows its label and at least one point.
 
-    A label is at most 51 characters (`[YYYY-MM-DD hh:mm – YYYY-MM-DD hh:mm,
-    99999 turns]`); a shortest point after a gap, and a gap after it, 33 more
-    (`\n- … ` + 24 + `\n- …`): 84 characters, 21 tokens, rounded up. Below
-    it the summary is still within its cap.
+    The costliest label, `[YYYY-MM-DD hh:mm – YYYY-MM-DD hh:mm, 99999 turns]`,
+    is 1,350 units: 29 digits at 32, 4 hyphens at 64, `[`, `]`, `,` and two
+    `:` at 16, `turns` at 13 a letter, `–` 15 and 6 spaces at 1. A shortest
+    point after a gap, and a gap after it (`\n- … ` + 24 + `\n- …`), 97 + 1,536
+    + 96 more: the newlines 16, the hyphens 64, `…` 15, and the point's 24
+    characters 64 each at most, a punctuation mark's, the costliest ASCII
+    character's. 3,079 units, 49 tokens (48 are 3,072). A point in a costlier
+    script (a Latin-1 letter costs 153) needs more. Below it the summary is
+    still within its cap.
     """
     GAP = "…"
     LEGACY_GAP = "(earlier points omitted)"
@@ -156,15 +161,14 @@ class OfflineSummariser:
     def _within(self, stretches: list[_Stretch], cap: int) -> str:
         """The longest layout whose cost is within `cap` units.
 
-        The layout counts characters: at most as many as `cap` buys of ASCII ones,
-        which fits when the summary is ASCII; otherwise (other scripts cost more a
-        character) the most characters that fit, found by halving.
+        The layout counts characters: at most as many as `cap` buys of the
+        cheapest kind, or else the most characters that fit, found by halving.
         """
 
         def laid_out(limit: int) -> str:
             return self._clip(self._layout(stretches, limit), limit)
 
-        fits, over = 0, cap // ASCII_UNITS
+        fits, over = 0, cap // CHEAPEST_UNITS
         text = laid_out(over)
         if text_units(text) <= cap:
             return text

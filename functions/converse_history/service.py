@@ -55,6 +55,7 @@ from memory_core.stable_window import (
 )
 from memory_core.tenancy import caller_may_act_for
 from memory_core.tokens import estimate_turn_tokens
+from memory_core.trim import prepared
 from memory_core.turn_cap import exceeds_cap, next_streak
 from memory_core.turns import Role, Turn, TurnPosition
 from memory_core.usage import TokenUsage
@@ -124,7 +125,7 @@ class ConverseService:
     ) -> dict[str, Any]:
         tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
-        turn = self._turn(message, field="message.")
+        turn = prepared(self._turn(message, field="message."), self._settings.window_limits.trim)
         tokens = estimate_turn_tokens(turn)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
@@ -154,7 +155,7 @@ class ConverseService:
         """
         tenant = self._tenant(tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
-        turn = self._turn(message, field="")
+        turn = prepared(self._turn(message, field=""), self._settings.window_limits.trim)
         tokens = estimate_turn_tokens(turn)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:

@@ -1,25 +1,30 @@
-"""The one token estimate: cost units by script, 64 units to a token.
+"""The one token estimate: cost units by kind of character, 64 units to a token.
 
-It is a budget signal, not billing, and it errs low: each script is weighted
-so that text in it estimates at 75% to 100% of what Claude's tokenizer counts
-(tests/unit/test_token_calibration.py). The window, the trim and the fold
-trigger all call these functions and nothing else.
+It is a budget signal, not billing, and it errs low: each kind of character is
+weighted so that natural text in any script estimates at 75% to 100% of what
+Claude's tokenizer counts (tests/unit/test_token_calibration.py). The window,
+the trim and the fold trigger all call these functions and nothing else.
 
-- An ASCII character costs 16 units, a quarter token: ASCII text estimates
-  at ceil(characters / 4), as it always has, and needs no pass over its
-  characters (`str.isascii` is a flag). English prose so estimates 15% to 30%
-  over Claude's published tokenizer, and 12% under Anthropic's rate for its
-  current models (3.5 characters a token); digits and JSON punctuation cost
-  more in every tokenizer, but weighing them would mean a pass over every
-  text (docs/decisions.md).
+- An ASCII character costs by what it is (`_LOW_CLASSES`): a letter 13 units,
+  for an English word of about five letters is one token; a space 1, for it
+  joins the word after it; a digit 32, two digits a token; JSON's quotes,
+  brackets, colons and commas 16; any other punctuation mark 64, a token of
+  its own.
+- A Latin-1 letter (é, ü, ß, ñ) costs 153 units: it stands for the word it is
+  in, since the tokenizer splits French, German or Spanish words into pieces
+  where an English word of the same length is one token, and the accent is the
+  one sign of such a word a character carries. The Latin-1 symbols (NBSP, «, °)
+  cost 32.
 - Every other character costs by its Unicode block of 256 code points
-  (`_BLOCK_STARTS`), the Latin-1 letters (é, ü, ß) by themselves: 32 units.
-  A character beyond the Basic Multilingual Plane (an emoji) costs 128.
+  (`_BLOCK_STARTS`). A character beyond the Basic Multilingual Plane (an emoji)
+  costs 133.
 
-A text that is not ASCII is costed in a few passes that run in C: its UTF-16
-encoding gives each character's block (a character beyond the BMP is a pair
-of surrogates, the first costed whole and the second nothing), and its
-Latin-1 encoding gives the Latin-1 letters.
+Every cost is additive, so a text's head costs no more than the whole text and
+a trim can search for the longest head within a budget. A text is costed in a
+few passes that run in C: its Latin-1 encoding (ASCII text's own bytes) gives
+each of its first 256 code points' kind, and its UTF-16 encoding gives every
+other character's block (a character beyond the BMP is a pair of surrogates,
+the first costed whole and the second nothing).
 """
 
 from __future__ import annotations
@@ -31,42 +36,99 @@ from typing import Any
 from memory_core.turns import ContentBlock, Turn
 
 UNITS_PER_TOKEN = 64
-ASCII_UNITS = 16
-"""An ASCII character: a quarter token, so ASCII text estimates at ceil(characters / 4)."""
-LATIN1_UNITS = 32
-"""A character of U+0080 to U+00FF: é, ü, ß, ñ, «, NBSP."""
+
+LETTER_UNITS = 13
+"""An ASCII letter: English runs about five letters a token."""
+SPACE_UNITS = 1
+DIGIT_UNITS = 32
+JSON_PUNCTUATION_UNITS = 16
+"""`"{}[]:,`: compact JSON's `":"` or `","` is one token."""
+PUNCTUATION_UNITS = 64
+"""Any other ASCII punctuation mark or symbol: a token of its own."""
+CONTROL_UNITS = 16
+"""A newline, a tab, any other control character."""
+LATIN1_LETTER_UNITS = 153
+"""À to ÿ but × and ÷: the word an accented letter is in costs more than an English one."""
+LATIN1_SYMBOL_UNITS = 32
+"""U+0080 to U+00BF, × and ÷: NBSP, «, », °, £, ©."""
+CHEAPEST_UNITS = SPACE_UNITS
+"""No character costs less: a head of `n` units has at most `n` characters."""
+USUAL_UNITS = 16
+"""About what a character of prose costs, spaces and punctuation included: where a
+search for the longest head within a cost starts."""
+
+
+def _low_costs() -> list[int]:
+    """What each of the first 256 code points costs."""
+    costs: list[int] = []
+    for code in range(256):
+        char = chr(code)
+        if code >= 0x80:
+            letter = code >= 0xC0 and char not in "×÷"
+            costs.append(LATIN1_LETTER_UNITS if letter else LATIN1_SYMBOL_UNITS)
+        elif char.isalpha():
+            costs.append(LETTER_UNITS)
+        elif char.isdigit():
+            costs.append(DIGIT_UNITS)
+        elif char == " ":
+            costs.append(SPACE_UNITS)
+        elif char in '"{}[]:,':
+            costs.append(JSON_PUNCTUATION_UNITS)
+        elif char.isprintable():
+            costs.append(PUNCTUATION_UNITS)
+        else:
+            costs.append(CONTROL_UNITS)
+    return costs
+
+
+# Each cost of the first 256 code points but a letter's is a class, numbered in
+# `_LOW_CLASS_COSTS`'s order: a text's bytes, letters dropped, are translated to their
+# classes and counted class by class, in C.
+_LOW_CLASS_COSTS = sorted(set(_low_costs()) - {LETTER_UNITS})
+_CLASS_OF_LOW = bytes(
+    _LOW_CLASS_COSTS.index(cost) if cost != LETTER_UNITS else 0 for cost in _low_costs()
+)
+_LETTERS = bytes(code for code, cost in enumerate(_low_costs()) if cost == LETTER_UNITS)
+_ASCII_CLASSES = tuple(
+    (index, cost)
+    for index, cost in enumerate(_LOW_CLASS_COSTS)
+    if any(_low_costs()[code] == cost for code in range(0x80))
+)
+"""The classes an ASCII character other than a letter is in, with what each costs."""
+_LOW_CLASSES = tuple(enumerate(_LOW_CLASS_COSTS))
+"""Every class, Latin-1's letters' and symbols' too."""
 
 _BLOCK_STARTS = (
     # (the first of a run of 256-code-point blocks, what each of their characters costs);
     # a run ends where the next begins. Claude's tokenizer, per character, in text.
-    (0x00, ASCII_UNITS),  # ASCII; U+0080 to U+00FF are LATIN1_UNITS, counted apart
-    (0x01, 160),  # Latin Extended-A and -B, IPA: Polish, Czech, Turkish (ą ř ş)
-    (0x03, 72),  # Greek, and combining diacritics
-    (0x04, 33),  # Cyrillic: Russian 2 characters a token, Ukrainian 1.7
-    (0x05, 56),  # Armenian, Hebrew, Arabic, Syriac, Thaana
+    (0x00, 0),  # ASCII and Latin-1: costed by `_low_costs`
+    (0x01, 200),  # Latin Extended-A and -B, IPA: Polish, Czech, Turkish (ą ř ş)
+    (0x03, 68),  # Greek, and combining diacritics
+    (0x04, 34),  # Cyrillic: Russian 2 characters a token, Ukrainian 1.7
+    (0x05, 55),  # Armenian, Hebrew, Arabic, Syriac, Thaana
     (0x08, 64),  # Samaritan, Mandaic, Arabic Extended
-    (0x09, 72),  # Devanagari and the other Indic scripts
-    (0x0E, 96),  # Thai, Lao
+    (0x09, 76),  # Devanagari and the other Indic scripts
+    (0x0E, 101),  # Thai, Lao
     (0x0F, 64),  # Tibetan, Myanmar, Georgian, Hangul Jamo, Ethiopic, Khmer, ...
-    (0x1E, 160),  # Latin Extended Additional: Vietnamese
+    (0x1E, 100),  # Latin Extended Additional: Vietnamese
     (0x1F, 72),  # Greek Extended
-    (0x20, ASCII_UNITS),  # General Punctuation, currency signs: – ’ “ … € (a token or less)
+    (0x20, 15),  # General Punctuation, currency signs: – ’ “ … € (a token or less)
     (0x21, 64),  # letterlike symbols, arrows, mathematical operators: ™ → ≤
-    (0x23, 128),  # miscellaneous technical: ⌘ ⏰
+    (0x23, 122),  # miscellaneous technical: ⌘ ⏰
     (0x24, 64),  # enclosed alphanumerics: ①
-    (0x25, ASCII_UNITS),  # box drawing, geometric shapes: a run of ─ is a token or two
-    (0x26, 128),  # miscellaneous symbols, dingbats: ☀ ★ ✅ ❤ (emoji)
+    (0x25, 16),  # box drawing, geometric shapes: a run of ─ is a token or two
+    (0x26, 122),  # miscellaneous symbols, dingbats: ☀ ★ ✅ ❤ (emoji)
     (0x28, 64),  # Braille, supplemental arrows, mathematical symbols
-    (0x2B, 128),  # miscellaneous symbols and arrows: ⭐ ⬆
+    (0x2B, 134),  # miscellaneous symbols and arrows: ⭐ ⬆
     (0x2C, 64),  # Glagolitic, Coptic, Georgian, CJK radicals, ...
-    (0x30, 48),  # CJK punctuation (。、「」), Hiragana, Katakana
-    (0x31, 64),  # CJK ideographs (Chinese, Japanese kanji), Bopomofo, Yi, ...
-    (0xAC, 80),  # Hangul syllables (Korean)
-    (0xD8, 128),  # a high surrogate: a character beyond the BMP (emoji), whole
+    (0x30, 50),  # CJK punctuation (。、「」), Hiragana, Katakana
+    (0x31, 65),  # CJK ideographs (Chinese, Japanese kanji), Bopomofo, Yi, ...
+    (0xAC, 76),  # Hangul syllables (Korean)
+    (0xD8, 133),  # a high surrogate: a character beyond the BMP (emoji), whole
     (0xDC, 0),  # a low surrogate: counted with its high one
     (0xE0, 64),  # private use, CJK compatibility ideographs
     (0xFB, 56),  # presentation forms: Hebrew, Arabic
-    (0xFE, 64),  # variation selectors (the emoji one), CJK forms, fullwidth forms (，)
+    (0xFE, 62),  # variation selectors (the emoji one), CJK forms, fullwidth forms (，)
 )
 
 
@@ -82,19 +144,31 @@ def _block_units() -> list[int]:
 _COSTS = sorted(set(_block_units()))
 """Each cost a block can have, once: a block's class is its cost's index here."""
 _CLASS_OF_BLOCK = bytes(_COSTS.index(cost) for cost in _block_units())
-_ASCII_BYTES = bytes(range(0x80))
+_BLOCK_CLASSES = tuple((index, cost) for index, cost in enumerate(_COSTS) if cost)
 
 
 def text_units(text: str) -> int:
     """The cost of a text, in units (`UNITS_PER_TOKEN` to a token)."""
     if text.isascii():
-        return len(text) * ASCII_UNITS
+        return _low_units(text.encode("ascii"), _ASCII_CLASSES)
     # One byte per UTF-16 code unit: the high byte, the block of the character it encodes.
     blocks = text.encode("utf-16-be", "surrogatepass")[::2].translate(_CLASS_OF_BLOCK)
-    units = sum(cost * blocks.count(index) for index, cost in enumerate(_COSTS))
-    # Block 0 costs as ASCII; its upper half, Latin-1's letters, costs more.
-    latin1 = text.encode("latin-1", "ignore").translate(None, _ASCII_BYTES)
-    return units + len(latin1) * (LATIN1_UNITS - ASCII_UNITS)
+    units = sum(cost * blocks.count(index) for index, cost in _BLOCK_CLASSES)
+    return units + _low_units(text.encode("latin-1", "ignore"), _LOW_CLASSES)
+
+
+def _low_units(low: bytes, classes: tuple[tuple[int, int], ...]) -> int:
+    """The cost of characters of the first 256 code points, one byte each.
+
+    Letters, the commonest, are dropped in the first pass; what is left, about a
+    fifth of prose, is classed and counted class by class.
+    """
+    rest = low.translate(None, _LETTERS)
+    classed = rest.translate(_CLASS_OF_LOW)
+    units = LETTER_UNITS * (len(low) - len(rest))
+    for index, cost in classes:
+        units += cost * classed.count(index)
+    return units
 
 
 def units_to_tokens(units: int) -> int:
@@ -110,6 +184,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_turn_tokens(turn: Turn) -> int:
+    if turn.cost_units is not None:
+        return units_to_tokens(turn.cost_units)
     return estimate_content_tokens(turn.content)
 
 
@@ -140,29 +216,6 @@ def block_units(block: ContentBlock) -> int:
         return text_units(block["text"])
     if "toolUse" in block or "toolResult" in block:
         return text_units(compact_json(block))
-    return 0
-
-
-# ASCII conversions, for bench/prompt_cost.py's synthetic (ASCII) prompts. The estimate
-# itself counts units, never characters.
-
-
-def chars_to_tokens(chars: int) -> int:
-    """The estimate of `chars` ASCII characters."""
-    return units_to_tokens(chars * ASCII_UNITS)
-
-
-def tokens_to_chars(tokens: int) -> int:
-    """How many ASCII characters make `tokens`."""
-    return tokens_to_units(tokens) // ASCII_UNITS
-
-
-def block_chars(block: ContentBlock) -> int:
-    """The characters of a block's text (a tool block's JSON): its cost were they ASCII."""
-    if "text" in block:
-        return len(block["text"])
-    if "toolUse" in block or "toolResult" in block:
-        return len(compact_json(block))
     return 0
 
 

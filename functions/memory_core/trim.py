@@ -8,19 +8,22 @@ reader can ask for it again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memory_core.tokens import (
-    ASCII_UNITS,
+    CHEAPEST_UNITS,
+    DIGIT_UNITS,
+    USUAL_UNITS,
     compact_json,
+    content_units,
     estimate_content_tokens,
     estimate_tokens,
     text_units,
     tokens_to_units,
     units_to_tokens,
 )
-from memory_core.turns import ContentBlock, Turn
+from memory_core.turns import ContentBlock, TextCut, Turn
 
 TRIM_HEAD_TOKENS = 400
 TRIM_TAIL_TOKENS = 400
@@ -32,8 +35,10 @@ def omission_marker(omitted_tokens: int) -> str:
     return f"… {omitted_tokens} tokens omitted …"
 
 
-_MARKER_UNITS = text_units(omission_marker(0)) - ASCII_UNITS
-"""What a marker costs besides its count's digits (each an ASCII character)."""
+_LINE_BREAK_UNITS = text_units("\n")
+"""The marker is a line of its own between the head and the tail."""
+_MARKER_UNITS = text_units(omission_marker(0)) - DIGIT_UNITS
+"""What a marker costs besides its count's digits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +48,10 @@ class TrimShape:
     max_message_tokens: int
     head_tokens: int = TRIM_HEAD_TOKENS
     tail_tokens: int = TRIM_TAIL_TOKENS
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.max_message_tokens, self.head_tokens, self.tail_tokens)
 
     @classmethod
     def for_budget(cls, max_message_tokens: int) -> TrimShape:
@@ -56,25 +65,48 @@ def trim_text(text: str, shape: TrimShape) -> str:
     return trim_costed_text(text, text_units(text), shape)[0]
 
 
-def trim_costed_text(text: str, units: int, shape: TrimShape) -> tuple[str, int]:
+def trim_costed_text(
+    text: str, units: int, shape: TrimShape, cut: TextCut | None = None
+) -> tuple[str, int]:
     """`trim_text` of a text that costs `units`: the text kept, and what it costs.
 
-    The cost is added up from the kept head, the marker line and the kept tail,
-    so what is cut is never read again (the window's path for the usual turn).
+    `cut`, the text's own made as it was recorded, is used when it was made for
+    this shape; otherwise the text is cut here. Either way the cost is added up
+    from the kept head, the marker line and the kept tail, so what is cut is
+    never read again (the window's path for the usual turn).
     """
+    if cut is None or cut.shape != shape.key:
+        cut = text_cut(text, units, shape)
+    if cut is None:
+        return text, units
+    parts = [text[: cut.head], omission_marker(cut.omitted), text[len(text) - cut.tail :]]
+    return "\n".join(part for part in parts if part), cut.units
+
+
+def text_cut(text: str, units: int, shape: TrimShape) -> TextCut | None:
+    """Where the shape cuts a text that costs `units`; None for a text it leaves whole."""
     if units <= tokens_to_units(
         max(shape.max_message_tokens, shape.head_tokens + shape.tail_tokens)
     ):
-        return text, units
-    head = text[: longest_within(text, tokens_to_units(shape.head_tokens))]
-    tail = text[
-        len(text) - longest_within(text, tokens_to_units(shape.tail_tokens), from_end=True) :
-    ]
-    kept = text_units(head) + text_units(tail)
+        return None
+    head, head_units = _within(
+        text, tokens_to_units(shape.head_tokens), from_end=False, whole=units
+    )
+    tail, tail_units = _within(text, tokens_to_units(shape.tail_tokens), from_end=True, whole=units)
+    kept = head_units + tail_units
     omitted = units_to_tokens(units - kept)
-    parts = [part for part in (head, omission_marker(omitted), tail) if part]
-    marker = _MARKER_UNITS + ASCII_UNITS * len(str(omitted))
-    return "\n".join(parts), kept + marker + ASCII_UNITS * (len(parts) - 1)
+    marker = _MARKER_UNITS + DIGIT_UNITS * len(str(omitted))
+    line_breaks = _LINE_BREAK_UNITS * (bool(head) + bool(tail))
+    return TextCut(shape.key, head, tail, omitted, kept + marker + line_breaks)
+
+
+def prepared(turn: Turn, shape: TrimShape) -> Turn:
+    """The turn as it is recorded: with its estimate, and a long text turn with its cut."""
+    units = content_units(turn.content)
+    cut = None
+    if len(turn.content) == 1 and "text" in (block := turn.content[0]):
+        cut = text_cut(block["text"], units, shape)
+    return replace(turn, cost_units=units, text_cut=cut)
 
 
 def trim_turn(turn: Turn, shape: TrimShape) -> Turn:
@@ -104,23 +136,40 @@ def trim_turn(turn: Turn, shape: TrimShape) -> Turn:
     return turn.with_content([_trim_block(block, cursor) for block in turn.content])
 
 
-def longest_within(text: str, units: int, *, from_end: bool = False) -> int:
+def longest_within(
+    text: str, units: int, *, from_end: bool = False, text_units_known: int | None = None
+) -> int:
     """The length of the longest head (or tail) of `text` that costs at most `units`."""
-    most = min(len(text), units // ASCII_UNITS)  # no character costs less than an ASCII one
+    return _within(text, units, from_end=from_end, whole=text_units_known)[0]
 
-    def part(length: int) -> str:
-        return text[len(text) - length :] if from_end else text[:length]
 
-    if text_units(part(most)) <= units:
-        return most
-    fits, over = 0, most
-    while over - fits > 1:
-        middle = (fits + over) // 2
-        if text_units(part(middle)) <= units:
-            fits = middle
+def _within(text: str, units: int, *, from_end: bool, whole: int | None) -> tuple[int, int]:
+    """`longest_within`, and what that head (or tail) costs.
+
+    A cost is the sum of its characters', so the search walks in from the end it
+    keeps, costing only the stretch it adds: each stretch a little shorter than
+    what is left of `units` buys at the text's average cost a character (`whole`,
+    the text's cost, when the caller has it), and shorter again where that is
+    too much. A 400-token head of a 50,000-character text so costs one stretch of
+    about its own length and a few short ones, not the text.
+    """
+    size = len(text)
+    average = max(CHEAPEST_UNITS, (whole or USUAL_UNITS * size) // size) if size else 1
+    length = spent = 0
+    step = min(size, max(1, units * 15 // 16 // average))
+    while step:
+        stretch = (
+            text[size - length - step : size - length] if from_end else text[length : length + step]
+        )
+        cost = text_units(stretch)
+        if spent + cost <= units:
+            length, spent = length + step, spent + cost
+            step = min(size - length, max(1, (units - spent) * 15 // 16 // average))
+        elif step == 1:
+            break  # the next character alone is over: nothing longer fits
         else:
-            over = middle
-    return fits
+            step = max(1, step * (units - spent) // cost)  # less than `step`: cost > what is left
+    return length, spent
 
 
 def _ends(texts: Sequence[str], shape: TrimShape) -> tuple[int, int]:
@@ -136,7 +185,7 @@ def _kept(texts: Sequence[str], units: int, *, from_end: bool) -> int:
     for text in texts:
         cost = text_units(text)
         if cost > units:
-            kept += longest_within(text, units, from_end=from_end)
+            kept += longest_within(text, units, from_end=from_end, text_units_known=cost)
             break
         kept += len(text)
         units -= cost

@@ -7,12 +7,31 @@ message it reads, and request validation has already happened at the edge.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 Role = Literal["user", "assistant"]
 ContentBlock = Mapping[str, Any]
+
+
+class TextCut(NamedTuple):
+    """Where a trim cuts a long text turn, worked out once, as the turn is recorded.
+
+    A window reads the same long turns call after call; with their cut kept beside
+    them it slices them instead of searching them again. `shape` is the trim's
+    (its budget, head and tail, in tokens): a cut made for another is not used.
+    """
+
+    shape: tuple[int, int, int]
+    head: int
+    """Characters kept from the start."""
+    tail: int
+    """Characters kept from the end."""
+    omitted: int
+    """Tokens cut, as the marker says."""
+    units: int
+    """What the trimmed text costs, marker line included."""
 
 
 class TurnPosition(NamedTuple):
@@ -42,6 +61,11 @@ class Turn:
     stated_sent_at: datetime | None = None
     """The `sentAt` its sender gave, kept only where the conversation could not use it:
     a time ahead of the service's clock, where `sent_at` is the arrival instead."""
+    cost_units: int | None = field(default=None, compare=False)
+    """Its token estimate in cost units (memory_core.tokens), once made: when it was
+    recorded, and kept with it by the store, so reading a history estimates nothing."""
+    text_cut: TextCut | None = field(default=None, compare=False)
+    """A long text turn's cut by the service's trim, made as it was recorded."""
 
     @property
     def position(self) -> TurnPosition:
@@ -64,6 +88,7 @@ class Turn:
         return any(block.get("text") for block in self.content)
 
     def with_content(self, content: Sequence[ContentBlock]) -> Turn:
+        """The turn with other content: its estimate and cut are the old content's, and go."""
         return Turn(
             self.id, self.role, content, self.sent_at, self.recorded_at, self.stated_sent_at
         )

@@ -26,6 +26,7 @@ from memory_core.tokens import (
     block_units,
     content_units,
     estimate_content_tokens,
+    estimate_turn_tokens,
     text_units,
     tokens_to_units,
     units_to_tokens,
@@ -182,15 +183,15 @@ class _Read:
             # (a block is one kind, the API refuses a text block with other keys). A
             # trimmed text is never read again: the trim adds up what it kept.
             text = block["text"]
-            units = text_units(text)
+            units = text_units(text) if original.cost_units is None else original.cost_units
             question = original.role == "user" and bool(text)
             if units > self._max_units:
-                kept, units = trim_costed_text(text, units, self._trim)
+                kept, units = trim_costed_text(text, units, self._trim, original.text_cut)
                 if kept is not text:
                     turn = original.with_content([{**block, "text": kept}])
             tokens = units_to_tokens(units)
         else:
-            tokens = estimate_content_tokens(content)
+            tokens = estimate_turn_tokens(original)
             question = original.is_question
             if tokens > self._max_tokens:
                 turn = trim_turn(original, self._trim)

@@ -7,25 +7,31 @@ from botocore.stub import Stubber
 from tests.integration.conftest import minutes_ago
 
 
-def talk(api, turns, chars=400, tenant="roomy"):
+def of_tokens(tokens):
+    """A text the estimate counts at exactly `tokens`: letters (13 units) and spaces (1)."""
+    letters, spaces = divmod(64 * tokens, 13)
+    return "q" * letters + " " * spaces
+
+
+def talk(api, turns, tokens=100, tenant="roomy"):
     start = minutes_ago(turns + 5)
     for n in range(turns):
-        api.converse("q" * chars, tenant=tenant, sent_at=start + timedelta(minutes=n))
+        api.converse(of_tokens(tokens), tenant=tenant, sent_at=start + timedelta(minutes=n))
 
 
 def test_nothing_is_requested_below_both_triggers(api):
-    talk(api, 9, chars=800)  # 1800 unfolded tokens, 9 turns: under both triggers
+    talk(api, 9, tokens=200)  # 1800 unfolded tokens, 9 turns: under both triggers
     assert api.queued() == []
 
 
 def test_unfolded_tokens_reaching_the_threshold_send_exactly_one_request(api):
-    talk(api, 10, chars=800)  # 200 tokens each: 2000 at the 10th turn, under half the cap
+    talk(api, 10, tokens=200)  # 200 tokens each: 2000 at the 10th turn, under half the cap
     assert len(api.queued()) == 1
 
 
 def test_one_request_while_the_lease_is_held(make_api):
     api = make_api(HISTORY_WINDOW_MAX_MESSAGES="25")
-    talk(api, 30, chars=800)  # 200 tokens each: the trigger is reached at the 10th turn
+    talk(api, 30, tokens=200)  # 200 tokens each: the trigger is reached at the 10th turn
     queued = api.queued()
     assert len(queued) == 1
     assert queued[0]["tenantId"] == "roomy"
@@ -33,12 +39,12 @@ def test_one_request_while_the_lease_is_held(make_api):
 
 
 def test_many_short_turns_trigger_by_count(api):
-    talk(api, 12, chars=8)  # 2 tokens each; 12 turns is half the cap of 25
+    talk(api, 12, tokens=2)  # 2 tokens each; 12 turns is half the cap of 25
     assert len(api.queued()) == 1
 
 
 def test_an_expired_lease_lets_the_next_turn_ask_again(api):
-    talk(api, 12, chars=8)
+    talk(api, 12, tokens=2)
     assert len(api.queued()) == 1
     service = api.handler.SERVICE
     later = datetime.now(UTC) + timedelta(seconds=901)
@@ -48,7 +54,7 @@ def test_an_expired_lease_lets_the_next_turn_ask_again(api):
 
 
 def test_a_failed_request_gives_the_lease_back_so_a_later_turn_asks_again(api):
-    talk(api, 11, chars=8)
+    talk(api, 11, tokens=2)
     service = api.handler.SERVICE
     sqs = service._queue._sqs()
     with Stubber(sqs) as stub:
@@ -62,8 +68,8 @@ def test_a_failed_request_gives_the_lease_back_so_a_later_turn_asks_again(api):
 
 
 def test_the_counters_show_what_is_unfolded(api):
-    talk(api, 3, chars=40)
-    api.reply("a" * 40, tenant="roomy")
+    talk(api, 3, tokens=10)
+    api.reply(of_tokens(10), tenant="roomy")
     status, body = api.request("GET", "/v1/tenants/roomy/contacts/c1/memory")
     assert status == 200
     assert body["memory"] is None

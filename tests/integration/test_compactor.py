@@ -11,6 +11,7 @@ import pytest
 
 from adapters.conversation_store import ConversationKey
 from local.proxy_events import LambdaContextStandIn
+from memory_core.tokens import estimate_tokens
 from tests.integration.conftest import minutes_ago, request_record
 
 CONTEXT = LambdaContextStandIn(function_name="compactor-local")
@@ -172,7 +173,7 @@ def test_the_summary_stays_within_its_cap(api, chars):
     talk(api, 30, chars=chars)
     run(api.compactor(MEMORY_SUMMARY_MAX_TOKENS="200"), request_record("roomy", "c1"))
     summary = api.state("roomy")["foldSummary"]["S"]
-    assert -(-len(summary) // 4) <= 200
+    assert 150 < estimate_tokens(summary) <= 200
 
 
 def test_a_failed_fold_is_logged_naming_its_conversation_and_nothing_said(api, monkeypatch):

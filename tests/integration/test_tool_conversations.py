@@ -275,4 +275,9 @@ def test_the_fold_trigger_counts_a_tool_call_as_its_json_text(api):
     status, memory = api.request("GET", path("memory"))
     assert status == 200
     as_json = json.dumps(block, separators=(",", ":"))
-    assert memory["counters"]["unfoldedTokens"] == 1 + -(-len(as_json) // 4)
+    # "abcd" is one token; the call, its compact JSON, every character counted: 8,046
+    # letters (13 units: the d's, the keys, the id's and the name's), the id's digit (32),
+    # 30 quotes, colons and braces (16) and the name's underscore (64).
+    kinds = [c.isalpha() for c in as_json], [c.isdigit() for c in as_json]
+    assert (sum(kinds[0]), sum(kinds[1]), len(as_json)) == (8_046, 1, 8_046 + 1 + 30 + 1)
+    assert memory["counters"]["unfoldedTokens"] == 1 + -(-(8_046 * 13 + 32 + 30 * 16 + 64) // 64)

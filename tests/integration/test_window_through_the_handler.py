@@ -30,8 +30,10 @@ def test_a_long_conversation_is_bounded_to_whole_pairs_starting_on_a_question(ap
     assert [m["role"] for m in history] == ["user", "assistant"] * 12
     assert body["window"]["kept"] == 24
     assert body["window"]["dropped"] == 60 - 24
+    # Each is "<n>:" and 40 letters: 32 units a digit, 16 the colon, 13 a letter.
+    texts = [m["content"][0]["text"] for m in history]
     assert body["window"]["estimatedTokens"] == sum(
-        -(-len(m["content"][0]["text"]) // 4) for m in history
+        -(-(32 * len(text.split(":")[0]) + 16 + 40 * 13) // 64) for text in texts
     )
 
 
@@ -53,10 +55,12 @@ def test_the_converse_fragment_is_history_then_current_with_roles_alternating(ap
 
 def test_a_long_history_message_reaches_the_model_trimmed_with_its_marker(api):
     api.converse("paste", sent_at=minutes_ago(10))
-    api.reply("H" * 1600 + "M" * 6800 + "T" * 1600, sent_at=minutes_ago(9))
+    # 400 tokens of letters are 1,969 (25,597 units; one more is over); the 6,400 M's
+    # between the head and the tail are 83,200 units, 1,300 tokens.
+    api.reply("H" * 1969 + "M" * 6400 + "T" * 1969, sent_at=minutes_ago(9))
     _, body = api.converse("what did the clause say?")
     answer = body["history"][1]["content"][0]["text"]
-    assert answer == "H" * 1600 + "\n… 1700 tokens omitted …\n" + "T" * 1600
+    assert answer == "H" * 1969 + "\n… 1300 tokens omitted …\n" + "T" * 1969
     assert body["window"]["trimmed"] == 1
 
 

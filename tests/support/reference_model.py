@@ -35,16 +35,33 @@ Position = tuple[datetime, datetime, str]
 
 
 UNITS_PER_TOKEN = 64
-UNITS = {"é": 32, "😀": 128}
-"""What a character costs, in 64ths of a token, for the model's alphabet: an ASCII one
-and general punctuation (the markers' `…`, the summaries' `–`) a quarter token, `é`
-(Latin-1) a half, an emoji two (docs/decisions.md, the estimate by script). The model
-knows no other character."""
+UNITS = {"é": 153, "😀": 133}
+"""What a character costs, in 64ths of a token, for the model's alphabet (docs/decisions.md,
+the estimate by kind of character): an ASCII letter 13, a digit 32, a space 1, JSON's
+punctuation `"{}[]:,` and a control character 16, any other ASCII mark 64; general
+punctuation (the markers' `…`, the summaries' `–`) 15; `é` (a Latin-1 letter) 153, an
+emoji 133. The model knows no other character."""
+
+
+def _ascii_units(character: str) -> int:
+    if character.isalpha():
+        return 13
+    if character.isdigit():
+        return 32
+    if character == " ":
+        return 1
+    if character in '"{}[]:,' or not character.isprintable():
+        return 16
+    return 64
 
 
 def units(text: str) -> int:
     return sum(
-        16 if character.isascii() or "\u2000" <= character <= "\u206f" else UNITS[character]
+        _ascii_units(character)
+        if character.isascii()
+        else 15
+        if "\u2000" <= character <= "\u206f"
+        else UNITS[character]
         for character in text
     )
 

@@ -24,7 +24,7 @@ from converse_history.service import Caller, ConverseService, Incoming
 from memory_core.repairs import Repair
 from memory_core.rules import RulesDocument, parse_rules
 from memory_core.settings import Settings, load_settings
-from memory_core.tokens import estimate_turn_tokens
+from memory_core.tokens import estimate_tokens, estimate_turn_tokens
 from memory_core.trim import trim_turn
 from memory_core.turns import Role, TurnPosition
 from memory_core.usage import TokenUsage
@@ -210,10 +210,10 @@ def simulate(pairs: int, lag: int, seed: int = 7, **environment: str) -> tuple[S
         else:
             tally.calls_beyond += 1
             tally.gaps_beyond += gap
-        current_tokens = -(-len(question.content[0]["text"]) // 4)
+        current_tokens = estimate_tokens(question.content[0]["text"])
         memory = answer["memory"]["summary"] if answer["memory"] else ""
         tally.prompt_tokens.append(
-            answer["window"]["estimatedTokens"] + -(-len(memory) // 4) + current_tokens
+            answer["window"]["estimatedTokens"] + estimate_tokens(memory) + current_tokens
         )
         tally.unbounded_tokens.append(history_tokens + current_tokens)
         tally.answers.append(answer)
@@ -224,7 +224,7 @@ def simulate(pairs: int, lag: int, seed: int = 7, **environment: str) -> tuple[S
             sent_at=at + timedelta(minutes=1),
         )
         sim.service.record(KEY.tenant_id, KEY.contact_id, reply, CALLER)
-        history_tokens += current_tokens + -(-len(reply.content[0]["text"]) // 4)
+        history_tokens += current_tokens + estimate_tokens(reply.content[0]["text"])
         turns += 2
         due = compact_when_due(sim, due, turns, lag)
     return sim, tally

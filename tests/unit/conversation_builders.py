@@ -9,6 +9,7 @@ from typing import Any, get_args
 from memory_core.converse_shape import CachePoints
 from memory_core.rules.model import PromptCache, PromptCacheTtl
 from memory_core.settings import load_settings
+from memory_core.tokens import LETTER_UNITS, tokens_to_units
 from memory_core.turns import Role, Turn
 from memory_core.window import Window, WindowLimits, build_window
 
@@ -76,8 +77,14 @@ def _block_kind(block: Mapping[str, Any] | None) -> str:
 
 
 def chars(tokens: int, letter: str = "x") -> str:
-    """A text whose estimate is exactly `tokens`."""
-    return letter * (tokens * 4)
+    """A text of one ASCII letter whose estimate is exactly `tokens`.
+
+    As many letters (13 units each) as `tokens` tokens hold: short of them by less
+    than a letter, so one letter more is a token more.
+    """
+    if not (letter.isascii() and letter.isalpha() and len(letter) == 1):
+        raise ValueError(f"{letter!r} is not one ASCII letter")
+    return letter * (tokens_to_units(tokens) // LETTER_UNITS)
 
 
 def alternating(clock: Clock, messages: int, tokens_each: int = 10) -> list[Turn]:

@@ -39,7 +39,7 @@ from tests.unit.conversation_builders import (
 )
 
 NO_TRIM = TrimShape.for_budget(1_000_000)
-SHAPE = TrimShape.for_budget(1000)  # head and tail 400 tokens: 1,600 characters each
+SHAPE = TrimShape.for_budget(1000)  # head and tail 400 tokens: 1,969 letters each
 NEXT = {"role": "user", "content": [text("And tomorrow?")]}
 
 
@@ -193,7 +193,11 @@ def test_a_reply_of_text_then_a_4000_character_call_is_estimated_by_its_whole_co
     history = drafting(Clock(), 4000)
     reply = history[1]
     whole = estimate_content_tokens(reply.content)
-    assert whole > 1000  # the call's JSON text; "On it." alone is 2 tokens
+    # "On it.": four letters, a space and a full stop, 4 * 13 + 1 + 64 = 117 units (2 tokens).
+    # The call's JSON text, 4,054 characters: 4,024 letters, the digit of "c1", and 29
+    # quotes, braces, colons and commas.
+    call_units = 4024 * 13 + 32 + 29 * 16
+    assert whole == -(-(117 + call_units) // 64) == 827
     window = window_of(history, limits())
     assert window.turn_tokens[1] == whole
     assert window.estimated_tokens == sum(estimate_content_tokens(t.content) for t in history)
@@ -234,7 +238,7 @@ def test_a_reply_of_text_then_an_oversized_call_is_trimmed_and_its_result_still_
 
 WEATHER = tool_use("w1", "get_weather", city="Paris")
 NEWS = tool_use("w2", "get_news", topic="rail strikes")
-LONG = "l" * 8000  # 2,000 tokens: twice the message budget
+LONG = chars(2000, "l")  # twice the message budget
 
 WHOLE_CALL_ORDERS = {
     # The call lies in the tail, the head or both ends of the kept text: it stays whole.

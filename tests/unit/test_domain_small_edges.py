@@ -12,10 +12,11 @@ from memory_core.conversation import NEW_CONVERSATION
 from memory_core.coverage import held_by_neither
 from memory_core.history_range import history_cutoff, in_history_range
 from memory_core.tokens import (
-    block_chars,
+    block_units,
     estimate_content_tokens,
     estimate_tokens,
     readable_texts,
+    text_units,
 )
 from memory_core.turn_cap import NO_STREAK, exceeds_cap, next_streak, streak_of
 from memory_core.turns import Turn, TurnPosition
@@ -28,7 +29,7 @@ JAPANESE = "日本語の契約書を検索"  # 10 characters; 60 as \uXXXX escap
 def test_a_tool_use_input_in_japanese_is_estimated_from_its_characters_not_escapes():
     call = tool_use("t1", q=JAPANESE * 40)
     as_sent = '{"toolUse":{"toolUseId":"t1","name":"lookup","input":{"q":"' + JAPANESE * 40 + '"}}}'
-    assert block_chars(call) == len(as_sent)
+    assert block_units(call) == text_units(as_sent)
     # 400 characters of input plus the JSON around them, where escapes would be 2400.
     assert estimate_content_tokens([call]) == estimate_tokens(as_sent)
     assert estimate_content_tokens([call]) < 2400 // 4

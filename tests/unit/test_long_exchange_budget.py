@@ -2,9 +2,9 @@
 
 The message that opens the kept part (the question with the marker, or the marker
 alone) is estimated with the count it will carry, so the budget's edge moves when
-that count gains or loses a digit. Each example puts the marker's characters at a
-chosen remainder of the characters a token stands for, and the budget exactly at
-a window's estimate and one token under it.
+that count gains or loses a digit. Each example puts the opening's cost at a chosen
+remainder of units over whole tokens, and the budget exactly at a window's estimate
+and one token under it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 
 import pytest
 
-from memory_core.tokens import ASCII_UNITS, UNITS_PER_TOKEN, estimate_content_tokens
+from memory_core.tokens import UNITS_PER_TOKEN, estimate_content_tokens
 from memory_core.turns import Turn
 from memory_core.window import (
     NO_QUESTION_MARKER,
@@ -32,6 +32,10 @@ from tests.unit.conversation_builders import (
 )
 
 REPLY_TOKENS = 50
+LETTER_UNITS = 13
+"""A question's "q": five letters cost a token and a unit, so 64 of them reach every remainder."""
+NO_QUESTION_UNITS = 2 * 15 + 50 * 13 + 12 + 16
+"""`NO_QUESTION_MARKER`: two "…", 50 letters, 12 spaces, and the line break after it."""
 KEPT = 5
 # The floor keeps two; the cap leaves room for more than KEPT, so the budget decides.
 CAP = KEPT + 3
@@ -48,20 +52,28 @@ def _replies(clock: Clock, count: int) -> list[Turn]:
     return [turn(clock, "assistant", text(chars(REPLY_TOKENS, "r"))) for _ in range(count)]
 
 
+def _marker_units(omitted: int) -> int:
+    """`exchange_omission_marker(omitted)`: two "…" (15 units each), its digits (32 each),
+    29 letters (13 each) and seven spaces (1 each)."""
+    return 2 * 15 + 32 * len(str(omitted)) + 29 * LETTER_UNITS + 7
+
+
 def _question_of(omitted: int, remainder: int) -> str:
-    """A question whose characters with the marker for `omitted` leave `remainder` over
-    whole tokens."""
-    marker = len(exchange_omission_marker(omitted))  # its "…" cost as ASCII characters do
-    length = 40 + (remainder - 40 - marker) % (UNITS_PER_TOKEN // ASCII_UNITS)
+    """A question of at least 40 letters whose cost with the marker for `omitted` leaves
+    `remainder` units over whole tokens."""
+    length = next(
+        n
+        for n in range(40, 40 + UNITS_PER_TOKEN)
+        if (n * LETTER_UNITS + _marker_units(omitted)) % UNITS_PER_TOKEN == remainder
+    )
     return "q" * length
 
 
 def _opening_tokens(question: str | None, omitted: int) -> int:
-    if question is None:
-        return estimate_content_tokens(
-            [text(NO_QUESTION_MARKER + "\n" + exchange_omission_marker(omitted))]
-        )
-    return estimate_content_tokens([text(question), text(exchange_omission_marker(omitted))])
+    """The opening message's estimate: its question (or the no-question line) and the
+    marker, rounded up once."""
+    lead = NO_QUESTION_UNITS if question is None else len(question) * LETTER_UNITS
+    return -(-(lead + _marker_units(omitted)) // UNITS_PER_TOKEN)
 
 
 def _estimate_keeping(question: str | None, exchange: int, kept: int) -> int:
@@ -81,8 +93,9 @@ def _longest_within(question: str | None, exchange: int, max_tokens: int) -> int
 
 
 # Omitted counts on both sides of a digit (9 and 10), each at every remainder: one more
-# or one fewer in the count changes the opening by a token at some remainder.
-BOUNDARIES = [(omitted, remainder) for omitted in (9, 10) for remainder in range(4)]
+# or one fewer in the count (a digit is half a token) changes the opening by a token at
+# some remainder.
+BOUNDARIES = [(omitted, remainder) for omitted in (9, 10) for remainder in range(UNITS_PER_TOKEN)]
 
 
 @pytest.mark.parametrize(("omitted", "remainder"), BOUNDARIES)
@@ -103,6 +116,11 @@ def test_a_long_exchange_keeps_the_most_replies_whose_estimate_with_its_opening_
     assert [t.id for t in window.turns[1:]] == [t.id for t in history[-expected:]]
     assert window.omission is not None
     assert window.omission.omitted == exchange - expected
+    # The opening is the question and the marker whose characters `_marker_units` counts.
+    assert window.messages()[0]["content"] == [
+        text(question),
+        text(exchange_omission_marker(exchange - expected)),
+    ]
     assert window.estimated_tokens == _estimate_keeping(question, exchange, expected)
     assert window.estimated_tokens <= max_tokens
     assert window.estimated_tokens == sum(
@@ -129,6 +147,9 @@ def test_without_its_question_the_marker_message_is_counted_as_it_is_written(
     assert window.omission is not None
     assert not window.omission.question_kept
     assert window.omission.omitted == exchange - expected
+    assert window.messages()[0]["content"] == [
+        text(NO_QUESTION_MARKER + "\n" + exchange_omission_marker(exchange - expected))
+    ]
     assert window.estimated_tokens == _estimate_keeping(None, exchange, expected)
     assert window.estimated_tokens == sum(
         estimate_content_tokens(message["content"]) for message in window.messages()

@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 from adapters.summariser import OfflineSummariser, Summary, transcript
 from memory_core.settings import load_settings
 from memory_core.tokens import (
-    ASCII_UNITS,
+    PUNCTUATION_UNITS,
     estimate_tokens,
     text_units,
-    tokens_to_units,
     units_to_tokens,
 )
 from memory_core.turns import Role, Turn
@@ -269,33 +268,51 @@ def test_a_stretch_of_several_days_is_labelled_with_both_dates():
 # At the cap exactly, and one character over.
 
 LABEL_AND_SPEAKER = "[2026-11-01 09:01, 1 turn]\n- Contact: "
+"""852 units: 13 digits at 32, 3 hyphens at 64, 11 letters at 13, `[`, `]`, `:` twice, `,`
+and a newline at 16, 5 spaces at 1."""
+AT_CAP = 50
+# Beside them, 50 x 64 - 852 = 2,348 units: single letters, each with a space after it,
+# then the rest of the letters as one word.
+AT_CAP_BODIES = [("x", 180, 8), ("語", 36, 8)]  # 180 x 13 + 8 and 36 x 65 + 8
 
 
-@pytest.mark.parametrize("letter", ["x", "語"])
-def test_a_summary_exactly_at_its_cap_is_kept_whole(letter):
-    cap = 50
-    # The letters that fit beside the label, then x's (a quarter token each) to the cap.
-    room = tokens_to_units(cap) - text_units(LABEL_AND_SPEAKER)
-    body = letter * (room // text_units(letter)) + "x" * (room % text_units(letter) // ASCII_UNITS)
-    summary = OfflineSummariser().summarise(None, [turn(Clock(), "user", text(body))], cap)
+def body_at_cap(letter: str, letters: int, spaces: int) -> str:
+    return f"{letter} " * spaces + letter * (letters - spaces)
+
+
+def test_the_label_and_speaker_cost_as_counted():
+    units = 13 * 32 + 3 * 64 + 11 * 13 + 6 * 16 + 5 * 1
+    assert text_units(LABEL_AND_SPEAKER) == units == 852
+
+
+@pytest.mark.parametrize(("letter", "letters", "spaces"), AT_CAP_BODIES)
+def test_a_summary_exactly_at_its_cap_is_kept_whole(letter, letters, spaces):
+    body = body_at_cap(letter, letters, spaces)
+    summary = OfflineSummariser().summarise(None, [turn(Clock(), "user", text(body))], AT_CAP)
     assert summary.text == LABEL_AND_SPEAKER + body
-    assert summary.output_tokens == estimate_tokens(summary.text) == cap
+    assert summary.output_tokens == estimate_tokens(summary.text) == AT_CAP
 
 
-@pytest.mark.parametrize("letter", ["x", "語"])
-def test_a_summary_one_character_over_its_cap_is_cut_visibly(letter):
-    cap = 50
-    body = letter * (4 * cap - len(LABEL_AND_SPEAKER) + 1)
-    summary = OfflineSummariser().summarise(None, [turn(Clock(), "user", text(body))], cap)
-    assert estimate_tokens(summary.text) <= cap
-    assert summary.text.startswith(LABEL_AND_SPEAKER + letter * 20)
-    assert summary.text.endswith("…")
+@pytest.mark.parametrize(
+    ("letter", "letters", "spaces", "cut"),
+    # One letter over, and "…" (15 units) for the cut: 3 x's (39 units) or 2 語 (130) go.
+    [("x", 180, 8, 3), ("語", 36, 8, 2)],
+)
+def test_a_summary_one_character_over_its_cap_is_cut_visibly(letter, letters, spaces, cut):
+    body = body_at_cap(letter, letters, spaces) + letter
+    summary = OfflineSummariser().summarise(None, [turn(Clock(), "user", text(body))], AT_CAP)
+    assert summary.text == LABEL_AND_SPEAKER + body[:-cut] + "…"
+    assert estimate_tokens(summary.text) <= AT_CAP
 
 
 def test_a_fold_onto_a_summary_at_its_cap_keeps_both_stretches():
-    cap = 50
+    # The older stretch stays apart while its share holds four shortest points (120
+    # characters) beside both labels (663 units each) and the newer point. At 50 tokens a
+    # body of x's leaves it too little and the two merge; at 150, a body of 語 and spaces
+    # (150 x 64 - 852 = 8,748 units: 134 x 65 + 38) leaves it enough.
+    cap = 150
     clock = Clock()
-    body = "x " * ((4 * cap - len(LABEL_AND_SPEAKER)) // 2)
+    body = body_at_cap("語", 134, 38)
     summariser = OfflineSummariser()
     first = summariser.summarise(None, [turn(clock, "user", text(body))], cap)
     assert estimate_tokens(first.text) == cap
@@ -349,10 +366,11 @@ def test_any_conversation_folds_within_the_cap_deterministically(folding, cap, w
 
 def structured_minimum(turns: Sequence[Turn]) -> int:
     """MIN_STRUCTURED, and what a shortest point (24 characters) costs more in the turns'
-    costliest script: the minimum counts characters that cost as ASCII ones."""
+    costliest script: the minimum counts each of its characters at a punctuation mark's
+    units, the costliest ASCII character's."""
     letters = {letter for t in turns for block in t.content for letter in block.get("text", "")}
-    heaviest = max((text_units(letter) for letter in letters), default=ASCII_UNITS)
-    return MIN_STRUCTURED + units_to_tokens(24 * max(0, heaviest - ASCII_UNITS))
+    heaviest = max((text_units(letter) for letter in letters), default=PUNCTUATION_UNITS)
+    return MIN_STRUCTURED + units_to_tokens(24 * max(0, heaviest - PUNCTUATION_UNITS))
 
 
 @settings(max_examples=150)
@@ -364,3 +382,17 @@ def test_from_the_minimum_cap_every_folded_turn_is_labelled_and_every_stretch_sh
         assert_every_turn_is_labelled(summary.text, turns[:folded])
         for stretch in stretches(summary.text):
             assert any(line != "- …" for line in stretch.lines), summary.text
+
+
+def test_the_minimum_cap_is_what_the_costliest_label_and_a_shortest_point_cost():
+    label = "[2026-11-01 09:01 – 2026-11-03 21:00, 99999 turns]"
+    # 29 digits, 4 hyphens, `[`, `]`, `,` and two `:`, `turns`, `–`, 6 spaces.
+    assert text_units(label) == 29 * 32 + 4 * 64 + 5 * 16 + 5 * 13 + 15 + 6 * 1 == 1350
+    # A point of 24 punctuation marks after a gap (97 units), and a gap (96): 3,079 units,
+    # 7 over 48 tokens.
+    assert MIN_STRUCTURED == -(-(1350 + 97 + 24 * 64 + 96) // 64) == 49
+    previous = f"{label}\n- … {'!' * 24}\n- …"
+    assert OfflineSummariser().summarise(previous, [], MIN_STRUCTURED).text == previous
+    # A token under, the point does not fit whole and is not shortened below 24 characters.
+    under = OfflineSummariser().summarise(previous, [], MIN_STRUCTURED - 1)
+    assert under.text == f"{label}\n- …"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from itertools import pairwise
 from typing import Any
 
@@ -18,14 +19,18 @@ from bench.prompt_cost import (
     trimmed,
     without_history_points,
 )
+from memory_core.tokens import estimate_tokens, text_units
 from tests.support.simulation import Exchange
 
-AGENT = {"text": "a" * 6000}  # 1,500 tokens
-MEMORY = {"text": "m" * 801}  # 201 tokens: ceil(chars / 4)
+# A letter costs 13 units, 64 a token: 64 letters are 13 tokens. The agent's prompt and
+# the memory are over Nova's minimum prefix for a cache point (1,536 tokens).
+AGENT = {"text": "a" * 7680}  # 7,680 x 13 = 99,840 units: 1,560 tokens
+MEMORY = {"text": "m" * 1025}  # 13,325 units: 208 tokens (13,312) and 13 units, 209
 POINT = {"cachePoint": {"type": "default"}}
 
 
 def text(role: str, chars: int, fill: str) -> dict[str, Any]:
+    """A message of `chars` letters, all `fill`."""
     return {"role": role, "content": [{"text": fill * chars}]}
 
 
@@ -48,14 +53,14 @@ def block(role: str, content: dict[str, Any], tokens: int) -> Block:
 
 
 def test_a_fragment_with_two_cache_points_becomes_its_blocks_and_points():
-    q1, a1, q2 = text("user", 40, "q"), text("assistant", 400, "a"), text("user", 9, "r")
+    q1, a1, q2 = text("user", 64, "q"), text("assistant", 640, "a"), text("user", 9, "r")
     prompt = fragment_prompt(AGENT, fragment(q1, a1, q2))
     assert prompt.blocks == (
-        block("system", AGENT, 1500),
-        block("system", MEMORY, 201),
-        block("user", q1["content"][0], 10),
-        block("assistant", a1["content"][0], 100),
-        block("user", q2["content"][0], 3),
+        block("system", AGENT, 1560),
+        block("system", MEMORY, 209),
+        block("user", q1["content"][0], 13),
+        block("assistant", a1["content"][0], 130),
+        block("user", q2["content"][0], 2),  # 9 x 13 = 117 units
     )
     # After the memory, with its TTL; after the history, Bedrock's default when absent.
     assert prompt.cache_points == ((1, "1h"), (3, "5m"))
@@ -71,7 +76,9 @@ def test_a_block_is_known_by_its_role_and_its_content_not_by_its_place():
 def test_a_tool_block_counts_its_json_text():
     tool = {"toolUse": {"toolUseId": "t1", "name": "lookup", "input": {"q": "x" * 100}}}
     (only,) = as_prompt([], [{"role": "assistant", "content": [tool]}]).blocks
-    assert only.tokens > 100 // 4
+    # `{"toolUse":{"toolUseId":"t1","name":"lookup","input":{"q":"x…x"}}}`: 133 letters, a
+    # digit and 29 of `"{}[]:,`, where the 100 x's alone are 21 tokens.
+    assert only.tokens == -(-(133 * 13 + 32 + 29 * 16) // 64) == 35
 
 
 def test_a_cache_point_needs_a_block_before_it_and_one_of_its_own():
@@ -97,16 +104,19 @@ def test_without_a_memory_the_baseline_has_no_cache_point_at_all():
     assert fragment_prompt(AGENT, without_history_points(served)).cache_points == ()
 
 
-def transcript(*chars: int) -> list[BaseMessage]:
-    """Alternating messages of these sizes, the contact's first; each text distinct."""
+def transcript(*tokens: int) -> list[BaseMessage]:
+    """Alternating messages of these many tokens, the contact's first; each text distinct.
+
+    Each is its index's digit, repeated: a digit costs 32 units, two a token.
+    """
     return [
-        (HumanMessage if n % 2 == 0 else AIMessage)(content=f"{n}:" + "x" * (size - 2))
-        for n, size in enumerate(chars)
+        (HumanMessage if n % 2 == 0 else AIMessage)(content=str(n) * (2 * size))
+        for n, size in enumerate(tokens)
     ]
 
 
 def test_trim_messages_keeps_the_newest_messages_within_the_budget_from_a_question():
-    messages = transcript(800, 1200, 400, 2000, 1600, 800, 400)  # 200 300 100 500 400 200 100
+    messages = transcript(200, 300, 100, 500, 400, 200, 100)
     # The newest four fit 1,250 tokens (1,200), but the oldest of them is an answer.
     assert estimate_messages(messages[3:]) <= 1250 < estimate_messages(messages[2:])
     kept = trimmed(messages, max_tokens=1250)
@@ -118,7 +128,7 @@ def test_trim_messages_keeps_the_newest_messages_within_the_budget_from_a_questi
 
 
 def test_trim_messages_sends_an_oversized_current_message_alone():
-    messages = transcript(400, 400, 8000)
+    messages = transcript(100, 100, 2000)
     kept = trimmed(messages, max_tokens=1000)
     assert kept == [{"role": "user", "content": [{"text": messages[-1].content}]}]
 
@@ -135,18 +145,18 @@ def test_every_trimmed_prompt_of_a_session_is_within_the_budget_and_starts_on_a_
 
 
 def test_identical_prefixes_across_two_calls_are_read_from_the_cache():
-    q1, a1, q2, a2, q3 = chat(800, "vwxyz")
+    q1, a1, q2, a2, q3 = chat(1024, "vwxyz")  # 208 tokens each
     first = fragment_prompt(AGENT, fragment(q1, a1, q2, system_ttl="5m"))
     # Built anew, as the next answer is: equal blocks, not the same objects.
     second = fragment_prompt(AGENT, fragment(q1, a1, q2, a2, q3, system_ttl="5m"))
     cache = PromptCache(CLAUDE_SONNET)
     written = cache.price(first, at=0)
-    assert written.write_tokens == 1500 + 201 + 200 + 200
+    assert written.write_tokens == 1560 + 209 + 208 + 208
     read = cache.price(second, at=60)
     # The prefix through the first call's history point, found by looking back two blocks.
-    assert read.read_tokens == 1500 + 201 + 200 + 200
-    assert read.write_tokens == 200 + 200
-    assert read.uncached_tokens == 200
+    assert read.read_tokens == 1560 + 209 + 208 + 208
+    assert read.write_tokens == 208 + 208
+    assert read.uncached_tokens == 208
     # Past the five minutes it is gone.
     assert PromptCache(CLAUDE_SONNET).price(second, at=0).read_tokens == 0
 
@@ -156,7 +166,7 @@ def test_nova_reads_only_where_a_point_stood_before():
     cache = PromptCache(NOVA_LITE)
     cache.price(fragment_prompt(AGENT, fragment(q1, a1, q2, system_ttl="5m")), at=0)
     read = cache.price(fragment_prompt(AGENT, fragment(q1, a1, q2, a2, q3, system_ttl="5m")), 60)
-    assert read.read_tokens == 1500 + 201  # the memory's point, not the history's
+    assert read.read_tokens == 1560 + 209  # the memory's point, not the history's
 
 
 def test_the_unbounded_prompts_are_the_whole_transcript_with_a_point_after_the_last():
@@ -186,11 +196,21 @@ def test_the_arrival_patterns_keep_their_pauses():
 def test_the_transcript_is_seeded_and_sized_as_chat():
     first = prompt_cost.transcript(200, seed=5)
     assert first == prompt_cost.transcript(200, seed=5)
-    asked = [len(q) // 4 for q, _ in first]
-    replies = [len(r) // 4 for _, r in first]
+    asked = [estimate_tokens(q) for q, _ in first]
+    replies = [estimate_tokens(r) for _, r in first]
     assert all(20 <= t <= 300 or 1500 <= t <= 4000 for t in asked)
     assert any(t >= 1500 for t in asked)
     assert all(50 <= t <= 600 for t in replies)
+
+
+@pytest.mark.parametrize("tokens", [0, 1, 2, 20, 299, 1500])
+def test_chat_text_is_the_longest_head_of_its_sentences_within_its_tokens(tokens):
+    head = prompt_cost.chat_text(random.Random(tokens), tokens)
+    longer = prompt_cost.chat_text(random.Random(tokens), tokens + 1)
+    assert longer.startswith(head)  # the same sentences, cut later
+    assert text_units(head) <= 64 * tokens < text_units(longer[: len(head) + 1])
+    # No character of it costs over a token: the longest head within is that many exactly.
+    assert estimate_tokens(head) == tokens
 
 
 def test_a_prompt_without_points_is_priced_whole():

@@ -733,7 +733,8 @@ def test_a_run_from_the_edge_exactly_at_the_budget_stays_and_one_token_over_move
     assert not at_budget.moved
     assert at_budget.window.estimated_tokens == 1000
     assert ids(at_budget.window.turns) == ids(turns[10:])
-    heavier = [*turns[:-1], turns[-1].with_content([text(chars(100) + "x")])]  # 101 tokens
+    # One letter more: 6,409 units, 101 tokens.
+    heavier = [*turns[:-1], turns[-1].with_content([text(chars(100) + "x")])]
     _, over = choose(heavier, lim, edge, watermark=turns[15].position)
     assert over.moved
     assert over.edge is not None
@@ -848,7 +849,8 @@ def test_a_move_keeps_a_run_of_exactly_half_the_budget_and_not_one_token_more():
     assert sliding.kept == 8
     assert ids(half.window.turns) == ids(turns[4:])
     assert half.window.estimated_tokens == 500
-    heavier = [*turns[:-1], turns[-1].with_content([text(chars(125) + "x")])]  # 126 tokens
+    # One letter more: 8,008 units, 126 tokens.
+    heavier = [*turns[:-1], turns[-1].with_content([text(chars(125) + "x")])]
     _, over = choose(heavier, lim, None, watermark=watermark)
     assert ids(over.window.turns) == ids(turns[6:])
 

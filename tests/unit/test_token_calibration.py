@@ -6,11 +6,11 @@ Claude 2 generation, the newest Anthropic has published; nothing is downloaded.
 The corpus is tests/unit/token_calibration_corpus.txt: legal text, chat, technical
 prose, JSON tool inputs and results, digits and emoji, each in its script.
 
-Every sample with a character outside ASCII estimates at 75% to 100% of the
-tokenizer's count: a budget signal that errs low, never high. An ASCII-only text
-estimates at ceil(characters / 4), as it always has (weighing digits or JSON
-punctuation would cost a pass over every text): its bounds are the measured ones,
-each with its reason below.
+Every sample estimates at 75% to 100% of the tokenizer's count: a budget signal
+that errs low, never high, in every script, in digits and in JSON. The costs were
+fitted to this corpus, so a second one, tests/unit/token_calibration_held_out.txt,
+written after them, shows what text they have not seen gets: it is held to a wider
+band, 70% to 105%.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tokenizers import Tokenizer
 from memory_core.tokens import compact_json, estimate_tokens
 
 CORPUS = Path(__file__).with_name("token_calibration_corpus.txt")
+HELD_OUT = Path(__file__).with_name("token_calibration_held_out.txt")
 SAMPLE_HEADING = re.compile(r"^### (\w+): (.+)$")
 
 
@@ -38,11 +39,11 @@ class Sample:
     text: str
 
 
-def corpus() -> list[Sample]:
+def corpus(path: Path = CORPUS) -> list[Sample]:
     samples: list[Sample] = []
     lines: list[str] = []
     heading: re.Match[str] | None = None
-    for line in [*CORPUS.read_text(encoding="utf-8").split("\n"), "### end: of the corpus"]:
+    for line in [*path.read_text(encoding="utf-8").split("\n"), "### end: of the corpus"]:
         found = SAMPLE_HEADING.match(line)
         if not found:
             lines.append(line)
@@ -57,6 +58,7 @@ def corpus() -> list[Sample]:
 
 
 SAMPLES = corpus()
+UNSEEN = corpus(HELD_OUT)
 
 
 @cache
@@ -81,10 +83,6 @@ def by_id(samples: list[Sample]) -> list[pytest.ParameterSet]:
     return [pytest.param(s, id=f"{s.script}: {s.name}") for s in samples]
 
 
-NOT_ASCII = [s for s in SAMPLES if not s.text.isascii()]
-ASCII = [s for s in SAMPLES if s.text.isascii()]
-
-
 def test_the_corpus_covers_every_script_at_a_decent_size():
     scripts = {s.script for s in SAMPLES}
     assert scripts >= {
@@ -97,29 +95,21 @@ def test_the_corpus_covers_every_script_at_a_decent_size():
     assert {s.text.isascii() for s in SAMPLES if s.script == "json"} == {True, False}
 
 
-@pytest.mark.parametrize("sample", by_id(NOT_ASCII))
-def test_a_text_beyond_ascii_estimates_within_a_quarter_under_claudes_count(sample):
+@pytest.mark.parametrize("sample", by_id(SAMPLES))
+def test_every_sample_estimates_within_a_quarter_under_claudes_count(sample):
     assert 0.75 <= ratio(sample) <= 1.0
 
 
-@pytest.mark.parametrize("sample", by_id(ASCII))
-def test_an_ascii_text_estimates_at_a_quarter_token_a_character_as_before(sample):
-    assert estimate_tokens(sample.text) == -(-len(sample.text) // 4)
+def test_english_estimates_under_anthropics_rate_for_its_current_models():
+    # Anthropic gives about 3.5 characters of English a token for its current models,
+    # whose tokenizers are not published: the estimate stays under that too.
+    english = [s.text for s in SAMPLES if s.script == "english"]
+    assert all(estimate_tokens(text) <= len(text) / 3.5 for text in english)
 
 
-@pytest.mark.parametrize("sample", by_id([s for s in ASCII if s.script == "english"]))
-def test_english_prose_estimates_over_this_older_tokenizer_and_under_claudes_current_rate(
+@pytest.mark.parametrize("sample", by_id(UNSEEN))
+def test_text_the_costs_were_not_fitted_to_estimates_within_30_percent_under_to_5_over(
     sample,
 ):
-    # This tokenizer reads 4.6 to 5.2 characters of English a token; Anthropic gives
-    # about 3.5 for its current models, which the estimate stays under.
-    assert 1.0 < ratio(sample) <= 1.3
-    assert estimate_tokens(sample.text) <= len(sample.text) / 3.5
-
-
-@pytest.mark.parametrize("sample", by_id([s for s in ASCII if s.script != "english"]))
-def test_ascii_digits_and_json_estimate_under_claudes_count_by_at_most_half(sample):
-    # Digits and JSON punctuation cost more than a quarter token in every tokenizer;
-    # ASCII text is estimated without a pass over its characters (docs/decisions.md).
-    assert sample.script in {"digits", "json"}
-    assert 0.5 <= ratio(sample) < 0.75
+    assert claude_tokens(sample.text) >= 30
+    assert 0.70 <= ratio(sample) <= 1.05

@@ -129,7 +129,15 @@ def test_long_history_messages_are_trimmed_and_counted_at_their_trimmed_size():
     ]
     window = window_of(history)
     assert window.trimmed == 1
-    assert "… 4200 tokens omitted …" in window.turns[1].content[0]["text"]
+    # 5,000 tokens of "x" are 24,615 letters (13 units each); head and tail keep 400
+    # tokens, 1,969 letters each: the 20,677 letters cut cost 268,801 units, 4,201 tokens.
+    omitted = -(-(24_615 - 2 * 1969) * 13 // 64)
+    assert omitted == 4201
+    assert f"… {omitted} tokens omitted …" in window.turns[1].content[0]["text"]
+    # Head and tail, the marker (two "…", four digits, 13 letters, four spaces) and its
+    # two line breaks: 51,557 units, 806 tokens.
+    trimmed_units = 2 * 1969 * 13 + (2 * 15 + 4 * 32 + 13 * 13 + 4) + 2 * 16
+    assert window.turn_tokens == (10, -(-trimmed_units // 64), 10, 10) == (10, 806, 10, 10)
     assert window.estimated_tokens == sum(estimate_turn_tokens(t) for t in window.turns)
     assert window.estimated_tokens < 1000
 
