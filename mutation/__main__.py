@@ -10,6 +10,7 @@ Exits non-zero when a module kills less than the target share of its non-equival
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
 import json
 import os
@@ -135,8 +136,9 @@ def _line_map(kept: Path | None) -> dict[str, Any]:
 def _job(mutant: Mutant, line_map: dict[str, Any]) -> Job:
     by_line: dict[str, list[str]] = line_map["tests_by_line"].get(mutant.module, {})
     durations: dict[str, float] = line_map["durations"]
-    tests = {name for name in by_line.get(str(mutant.line), []) if name}
-    if not tests and str(mutant.line) in by_line:
+    line = str(_statement_start(mutant.module, mutant.line))
+    tests = {name for name in by_line.get(line, []) if name}
+    if not tests and line in by_line:
         # Run only as the module was imported (a constant, a default, a field's bound): the
         # tests that run the module's code, and those of every test file that imports it,
         # may depend on it.
@@ -150,6 +152,27 @@ def _job(mutant: Mutant, line_map: dict[str, Any]) -> Job:
     ordered = sorted(by_function, key=lambda name: (by_function[name], name))
     expected = sum(by_function.values())
     return Job(mutant, ordered, max(TIMEOUT_FLOOR_SECONDS, TIMEOUT_FACTOR * expected))
+
+
+def _statement_start(module: str, line: int) -> int:
+    """The first line of the innermost statement holding `line`: the line a test's
+    coverage records for it. A table of constants spread over many lines is folded
+    into one constant, so only its statement's first line is ever executed."""
+    return _statement_starts(module).get(line, line)
+
+
+@functools.cache
+def _statement_starts(module: str) -> dict[int, int]:
+    starts: dict[int, int] = {}
+    tree = ast.parse((DOMAIN / module).read_text())
+    # Outer statements first, so that an inner statement's lines are its own.
+    for node in sorted(
+        (node for node in ast.walk(tree) if isinstance(node, ast.stmt)),
+        key=lambda node: (node.lineno, -(node.end_lineno or node.lineno)),
+    ):
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            starts[line] = node.lineno
+    return starts
 
 
 @functools.cache

@@ -89,14 +89,7 @@ _CLASS_OF_LOW = bytes(
     _LOW_CLASS_COSTS.index(cost) if cost != LETTER_UNITS else 0 for cost in _low_costs()
 )
 _LETTERS = bytes(code for code, cost in enumerate(_low_costs()) if cost == LETTER_UNITS)
-_ASCII_CLASSES = tuple(
-    (index, cost)
-    for index, cost in enumerate(_LOW_CLASS_COSTS)
-    if any(_low_costs()[code] == cost for code in range(0x80))
-)
-"""The classes an ASCII character other than a letter is in, with what each costs."""
 _LOW_CLASSES = tuple(enumerate(_LOW_CLASS_COSTS))
-"""Every class, Latin-1's letters' and symbols' too."""
 
 _BLOCK_STARTS = (
     # (the first of a run of 256-code-point blocks, what each of their characters costs);
@@ -150,14 +143,14 @@ _BLOCK_CLASSES = tuple((index, cost) for index, cost in enumerate(_COSTS) if cos
 def text_units(text: str) -> int:
     """The cost of a text, in units (`UNITS_PER_TOKEN` to a token)."""
     if text.isascii():
-        return _low_units(text.encode("ascii"), _ASCII_CLASSES)
+        return _low_units(text.encode("ascii"))
     # One byte per UTF-16 code unit: the high byte, the block of the character it encodes.
     blocks = text.encode("utf-16-be", "surrogatepass")[::2].translate(_CLASS_OF_BLOCK)
     units = sum(cost * blocks.count(index) for index, cost in _BLOCK_CLASSES)
-    return units + _low_units(text.encode("latin-1", "ignore"), _LOW_CLASSES)
+    return units + _low_units(text.encode("latin-1", "ignore"))
 
 
-def _low_units(low: bytes, classes: tuple[tuple[int, int], ...]) -> int:
+def _low_units(low: bytes) -> int:
     """The cost of characters of the first 256 code points, one byte each.
 
     Letters, the commonest, are dropped in the first pass; what is left, about a
@@ -166,7 +159,7 @@ def _low_units(low: bytes, classes: tuple[tuple[int, int], ...]) -> int:
     rest = low.translate(None, _LETTERS)
     classed = rest.translate(_CLASS_OF_LOW)
     units = LETTER_UNITS * (len(low) - len(rest))
-    for index, cost in classes:
+    for index, cost in _LOW_CLASSES:
         units += cost * classed.count(index)
     return units
 

@@ -103,9 +103,11 @@ def text_cut(text: str, units: int, shape: TrimShape) -> TextCut | None:
 def prepared(turn: Turn, shape: TrimShape) -> Turn:
     """The turn as it is recorded: with its estimate, and a long text turn with its cut."""
     units = content_units(turn.content)
-    cut = None
-    if len(turn.content) == 1 and "text" in (block := turn.content[0]):
-        cut = text_cut(block["text"], units, shape)
+    match turn.content:
+        case [{"text": str(text)}]:
+            cut = text_cut(text, units, shape)
+        case _:
+            cut = None  # several blocks, or a tool block: cut when read (`trim_turn`)
     return replace(turn, cost_units=units, text_cut=cut)
 
 

@@ -12,6 +12,7 @@ import pytest
 from mutation.equivalents import Equivalent, equivalent_for, load_equivalents
 from mutation.mutants import Mutant, mutants_of
 from mutation.report import ModuleResult
+from mutation.settings import DOMAIN
 from mutation.workers import Outcome, Verdict
 
 SAMPLE = '''
@@ -208,3 +209,18 @@ def test_stored_results_follow_the_equivalences_as_they_are_now(
     # The entry removed, the mutant survives again.
     assert len(recounted.recounted([]).survived) == 4
     assert recounted.recounted([]).score == stored.score
+
+
+def test_a_mutant_inside_a_table_of_constants_runs_the_tests_of_its_statement() -> None:
+    # Coverage records only a folded constant's first line: a mutant of an entry further
+    # down is looked up there, and a line of its own is its own.
+    from mutation.__main__ import _statement_start  # noqa: PLC0415 (runs the CLI module)
+
+    source = (DOMAIN / "tokens.py").read_text().splitlines()
+    start = source.index("_BLOCK_STARTS = (") + 1
+    entry = next(n for n, text in enumerate(source, 1) if text.startswith("    (0x31, "))
+    assert start < entry
+    assert _statement_start("tokens.py", entry) == start
+    assert _statement_start("tokens.py", start) == start
+    own = next(n for n, text in enumerate(source, 1) if text.startswith("UNITS_PER_TOKEN ="))
+    assert _statement_start("tokens.py", own) == own

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory_core import trim
 from memory_core.tokens import text_units
 from memory_core.trim import TrimShape, prepared, trim_costed_text
 from memory_core.turns import TextCut
@@ -57,3 +58,26 @@ def test_new_content_drops_the_estimate_and_the_cut_and_neither_makes_turns_diff
     assert recorded == original
     changed = recorded.with_content([{"text": "short"}])
     assert (changed.cost_units, changed.text_cut) == (None, None)
+
+
+def test_the_longest_head_is_found_in_a_few_short_stretches_not_by_reading_the_text(
+    monkeypatch,
+):
+    # A 400-token head of a 120,000-character text: on text of even cost the walk costs
+    # each character up to one past the head once, in a few stretches when it knows the
+    # text's cost (its average), in a dozen when it starts from the usual one.
+    costed: list[int] = []
+
+    def watched(part: str) -> int:
+        costed.append(len(part))
+        return text_units(part)
+
+    monkeypatch.setattr(trim, "text_units", watched)
+    text, head = LONG * 2, 483 * 5
+    for known, stretches in ((text_units(text), 4), (None, 12)):
+        for from_end, kept in ((False, head), (True, head + 1)):
+            costed.clear()
+            found = trim.longest_within(text, 25_600, from_end=from_end, text_units_known=known)
+            assert found == kept
+            assert len(costed) <= stretches
+            assert sum(costed) <= kept + 1
