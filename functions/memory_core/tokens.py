@@ -84,11 +84,12 @@ def _low_costs() -> list[int]:
 # Each cost of the first 256 code points but a letter's is a class, numbered in
 # `_LOW_CLASS_COSTS`'s order: a text's bytes, letters dropped, are translated to their
 # classes and counted class by class, in C.
-_LOW_CLASS_COSTS = sorted(set(_low_costs()) - {LETTER_UNITS})
+_LOW_COSTS = _low_costs()
+_LOW_CLASS_COSTS = sorted(set(_LOW_COSTS) - {LETTER_UNITS})
 _CLASS_OF_LOW = bytes(
-    _LOW_CLASS_COSTS.index(cost) if cost != LETTER_UNITS else 0 for cost in _low_costs()
+    _LOW_CLASS_COSTS.index(cost) if cost != LETTER_UNITS else 0 for cost in _LOW_COSTS
 )
-_LETTERS = bytes(code for code, cost in enumerate(_low_costs()) if cost == LETTER_UNITS)
+_LETTERS = bytes(code for code, cost in enumerate(_LOW_COSTS) if cost == LETTER_UNITS)
 _LOW_CLASSES = tuple(enumerate(_LOW_CLASS_COSTS))
 
 _BLOCK_STARTS = (

@@ -170,6 +170,16 @@ def use_fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A DynamoDB client on moto, with the service's table (`TABLE`) created."""
+    use_fake_credentials(monkeypatch)
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_table(client, TABLE)
+        yield client
+
+
+@pytest.fixture
 def make_api(monkeypatch: pytest.MonkeyPatch, rules_file: Path) -> Iterator[Callable[..., Api]]:
     use_fake_credentials(monkeypatch)
     with mock_aws():

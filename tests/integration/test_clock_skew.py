@@ -10,23 +10,20 @@ reply lands where it was said.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from adapters.conversation_store import ConversationKey, ConversationStore, format_instant
 from adapters.dynamodb_items import STATED_SENT_AT_ATTRIBUTE
 from adapters.dynamodb_store import DynamoDBConversationStore
 from converse_history.service import Caller, ConverseService, Incoming
-from local.aws_resources import create_table
 from memory_core.settings import load_settings
 from memory_core.window import NO_QUESTION_MARKER
+from tests.integration.conftest import TABLE
 from tests.support.in_memory_store import InMemoryConversationStore
 from tests.support.simulation import CollectingQueue, Observed, SimulatedClock, StaticRules
 
@@ -35,7 +32,6 @@ CALLER = Caller(arn=None, identity_required=False)
 SETTINGS = load_settings({})
 # Recent: the DynamoDB store leaves out turns whose TTL has passed by the wall clock.
 START = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-TABLE = "skew"
 
 
 class World:
@@ -73,16 +69,6 @@ class World:
 
 def texts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(m["role"], " ".join(b["text"] for b in m["content"] if "text" in b)) for m in messages]
-
-
-@pytest.fixture
-def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        create_table(client, TABLE)
-        yield client
 
 
 @pytest.fixture(params=["dynamodb", "in-memory"])

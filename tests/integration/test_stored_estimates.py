@@ -7,38 +7,29 @@ estimated when read; a cut made for another trim shape is not used.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from adapters.conversation_store import ConversationKey
 from adapters.dynamodb_items import COST_UNITS_ATTRIBUTE, TEXT_CUT_ATTRIBUTE
 from adapters.dynamodb_store import DynamoDBConversationStore
 from converse_history.service import Caller, ConverseService, Incoming
-from local.aws_resources import create_table
 from memory_core.settings import load_settings
+from tests.integration.conftest import TABLE
 from tests.support.simulation import CollectingQueue, Observed, SimulatedClock, StaticRules
 
 KEY = ConversationKey("sim", "estimates")
 CALLER = Caller(arn=None, identity_required=False)
 SETTINGS = load_settings({})  # trim: over 1,000 tokens, to 400 + 400
 START = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-TABLE = "estimates"
 LONG_REPLY = "word " * 12_000  # 4 letters and a space: 53 units a word, 9,938 tokens
 
 
 @pytest.fixture
-def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        create_table(dynamodb, TABLE)
-        yield dynamodb
+def client(dynamodb: Any) -> Any:
+    return dynamodb
 
 
 class World:
