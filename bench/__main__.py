@@ -35,6 +35,7 @@ FIGURES = (
     "local_e2e",
     "emulation",
     "local_runner",
+    "write_units",
 )
 
 
@@ -52,6 +53,7 @@ def measure(name: str) -> dict[str, Any]:
         prompt_cost,
         prompt_tokens,
         window_vs_langchain,
+        write_units,
     )
 
     def window() -> dict[str, Any]:
@@ -89,6 +91,7 @@ def measure(name: str) -> dict[str, Any]:
         "local_e2e": lambda: {"local_e2e": local_e2e.run()},
         "emulation": lambda: {"emulation": emulation.run()},
         "local_runner": lambda: {"local_runner": local_runner.run()},
+        "write_units": lambda: {"write_units": write_units.run()},
     }
     if name not in runs:
         raise ValueError(f"unknown figure {name!r}")
@@ -207,6 +210,13 @@ TARGETS = (
         "== 64",
         lambda v: v == 64,
     ),
+    # SPEC 10: the contacts index is written once a conversation, never on every call.
+    Target(
+        "contacts index: WRU added per converse",
+        "write_units.added_wru_per_converse",
+        "< 1",
+        lambda v: v < 1,
+    ),
 )
 INFORMATIONAL = (
     ("window build, 50 msgs (us)", "window_vs_langchain.ours_us_50"),
@@ -237,6 +247,10 @@ INFORMATIONAL = (
     ("local runner p99, exchanges 1-100 (ms)", "local_runner.p99_ms_at_100"),
     ("local runner p50, exchanges 1,901-2,000 (ms)", "local_runner.p50_ms_at_2000"),
     ("local runner p99, exchanges 1,901-2,000 (ms)", "local_runner.p99_ms_at_2000"),
+    ("WRU per converse, with the contacts index", "write_units.wru_per_converse"),
+    ("WRU per converse, before it", "write_units.before.wru_per_converse"),
+    ("WRU per reply, with the contacts index", "write_units.wru_per_reply"),
+    ("contacts index writes, whole conversation", "write_units.gsi_writes"),
 )
 
 

@@ -94,6 +94,15 @@ class _KeepingClient:
     def batch_get_item(self, **kwargs: Any) -> dict[str, Any]:
         raise NotImplementedError
 
+    def put_item(self, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def delete_item(self, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def batch_write_item(self, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
 
 @dataclass
 class CallCounter:

@@ -1,4 +1,4 @@
-"""The REST API: the routes of SPEC 7, IAM on every route but health.
+"""The REST API: the routes of SPEC 7 and 10, IAM on every route but health.
 
 IAM authorisation tells the Lambda who called (`requestContext.identity`); the
 Lambda maps that principal to the tenants it may act for, from the rules'
@@ -209,13 +209,13 @@ class Api(Construct):
             "method.request.path.tenantId": True,
             "method.request.path.contactId": True,
         }
-        contact = (
+        contacts = (
             self.rest_api.root.add_resource("v1")
             .add_resource("tenants")
             .add_resource("{tenantId}")
             .add_resource("contacts")
-            .add_resource("{contactId}")
         )
+        contact = contacts.add_resource("{contactId}")
         converse = contact.add_resource("converse")
         self.converse_method = converse.add_method(
             "POST",
@@ -239,6 +239,26 @@ class Api(Construct):
             request_parameters=path_parameters,
             **iam_auth,  # type: ignore[arg-type]
         )
+        # A conversation's data (SPEC 10): its export, the tenant's contacts, the erase.
+        # `limit` and `cursor` pass to the Lambda as sent: it answers 400 naming the field.
+        self.export_method = turns.add_method(
+            "GET",
+            integration,
+            request_parameters=path_parameters,
+            **iam_auth,  # type: ignore[arg-type]
+        )
+        self.contacts_method = contacts.add_method(
+            "GET",
+            integration,
+            request_parameters={"method.request.path.tenantId": True},
+            **iam_auth,  # type: ignore[arg-type]
+        )
+        self.erase_method = contact.add_method(
+            "DELETE",
+            integration,
+            request_parameters=path_parameters,
+            **iam_auth,  # type: ignore[arg-type]
+        )
         health = self.rest_api.root.add_resource("health")
         self.health_method = health.add_method(
             "GET", integration, authorization_type=apigateway.AuthorizationType.NONE
@@ -251,7 +271,7 @@ class Api(Construct):
         self._acknowledge_public(self.health_head_method, "Health is a public probe; reads nothing")
         self.method_not_allowed = {
             resource.path: self._refuse_other_methods(resource)
-            for resource in (converse, turns, memory, health)
+            for resource in (contacts, contact, converse, turns, memory, health)
         }
 
     def _refuse_other_methods(self, resource: apigateway.Resource) -> apigateway.Method:

@@ -1,4 +1,7 @@
-"""The compaction queue, its dead-letter queue, and the compactor Lambda it feeds."""
+"""The compaction queue, its dead-letter queue, and the compactor Lambda it feeds.
+
+The queue also carries the continuations of erasures too large for one call (SPEC 10).
+"""
 
 from __future__ import annotations
 
@@ -55,7 +58,12 @@ class Compaction(Construct):
                 queue=self.dead_letters, max_receive_count=DLQ_MAX_RECEIVES
             ),
         )
-        environment = {"TABLE_NAME": table.table_name, "SUMMARISER": config.summariser}
+        environment = {
+            "TABLE_NAME": table.table_name,
+            "SUMMARISER": config.summariser,
+            # The rest of a long erase is queued again on its own queue.
+            "COMPACTION_QUEUE_URL": self.queue.queue_url,
+        }
         if config.summariser == "bedrock":
             environment["BEDROCK_MODEL_ID"] = config.bedrock_model_id
         self.compactor = ServiceFunction(
@@ -70,15 +78,30 @@ class Compaction(Construct):
         )
         self.compactor.role.add_to_policy(
             iam.PolicyStatement(
-                # BatchGetItem reads the late turns listed on the state.
+                # BatchGetItem reads the late turns listed on the state. The fold's commit
+                # is a transaction that updates the state and puts the fold's kept copy
+                # (`FOLD#<version>`): TransactWriteItems needs the actions of its items.
                 actions=[
                     "dynamodb:GetItem",
                     "dynamodb:Query",
                     "dynamodb:UpdateItem",
                     "dynamodb:BatchGetItem",
+                    "dynamodb:PutItem",
                 ],
                 resources=[table.table_arn],
             )
+        )
+        # An erase the converse Lambda could not finish continues here, from the queue
+        # (SPEC 10): it deletes the contact's remaining items, and a continuation that
+        # cannot finish either enqueues the next one.
+        self.compactor.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+                resources=[table.table_arn],
+            )
+        )
+        self.compactor.role.add_to_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.queue.queue_arn])
         )
         # The model, or the profile and the models it routes to (see infra/model_access.py).
         self.model_grant: ModelGrant | None = None

@@ -1,5 +1,8 @@
 """The converse-history Lambda: its settings, its table and queue rights, its rules.
 
+Besides conversing it exports a contact's turns, lists a tenant's contacts (a
+Query on the contacts index) and erases a contact (SPEC 10).
+
 It is on the latency path of every API call and every workflow execution, so it runs
 with SnapStart, and both callers invoke its alias `live` (see infra/service_function.py).
 """
@@ -13,6 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from adapters.contacts_index import CONTACTS_INDEX
 from infra.config import DeploymentConfig
 from infra.rules_config import RulesConfig
 from infra.service_function import HISTORY_SERVICE, ServiceFunction
@@ -66,6 +70,25 @@ class ConverseHistory(Construct):
                     "dynamodb:ConditionCheckItem",
                 ],
                 resources=[table.table_arn],
+            )
+        )
+        # The data routes (SPEC 10): an export reads the turns an answer lists in batches;
+        # an erase deletes the contact's items, one by one and in batches.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
+                ],
+                resources=[table.table_arn],
+            )
+        )
+        # Listing a tenant's contacts: the index only, keys only.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query"],
+                resources=[f"{table.table_arn}/index/{CONTACTS_INDEX}"],
             )
         )
         role.add_to_policy(

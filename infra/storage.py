@@ -1,10 +1,18 @@
-"""The table: turns and conversation state, one table, keys prefixed by the tenant."""
+"""The table: turns and conversation state, one table, keys prefixed by the tenant.
+
+Its one index lists a tenant's contacts (adapters/contacts_index.py).
+"""
 
 from __future__ import annotations
 
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
+from adapters.contacts_index import (
+    CONTACT_ID_ATTRIBUTE,
+    CONTACTS_INDEX,
+    CONTACTS_SHARD_ATTRIBUTE,
+)
 from adapters.dynamodb_store import TTL_ATTRIBUTE
 from infra.config import DeploymentConfig
 
@@ -19,6 +27,20 @@ class Storage(Construct):
             sort_key=dynamodb.Attribute(name="SK", type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.on_demand(),
             time_to_live_attribute=TTL_ATTRIBUTE,
+            # A tenant's contacts (SPEC 10), keys only: its keys are set on a state item
+            # when the conversation starts, so the index holds nothing else.
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=CONTACTS_INDEX,
+                    partition_key=dynamodb.Attribute(
+                        name=CONTACTS_SHARD_ATTRIBUTE, type=dynamodb.AttributeType.STRING
+                    ),
+                    sort_key=dynamodb.Attribute(
+                        name=CONTACT_ID_ATTRIBUTE, type=dynamodb.AttributeType.STRING
+                    ),
+                    projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+                )
+            ],
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),

@@ -1,6 +1,7 @@
 """The table and queues the service needs, created on an emulated AWS.
 
-The same shapes the CDK stack declares (keys, TTL attribute, DLQ redrive), for
+The same shapes the CDK stack declares (keys, the contacts index, TTL attribute,
+DLQ redrive), for
 the local runner and the tests.
 """
 
@@ -10,6 +11,7 @@ import json
 from typing import Any
 
 from adapters.compaction_queue import DLQ_MAX_RECEIVES
+from adapters.contacts_index import CONTACT_ID_ATTRIBUTE, CONTACTS_INDEX, CONTACTS_SHARD_ATTRIBUTE
 from adapters.dynamodb_store import TTL_ATTRIBUTE
 
 
@@ -23,6 +25,18 @@ def create_table(dynamodb: Any, name: str) -> None:
         AttributeDefinitions=[
             {"AttributeName": "PK", "AttributeType": "S"},
             {"AttributeName": "SK", "AttributeType": "S"},
+            {"AttributeName": CONTACTS_SHARD_ATTRIBUTE, "AttributeType": "S"},
+            {"AttributeName": CONTACT_ID_ATTRIBUTE, "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": CONTACTS_INDEX,
+                "KeySchema": [
+                    {"AttributeName": CONTACTS_SHARD_ATTRIBUTE, "KeyType": "HASH"},
+                    {"AttributeName": CONTACT_ID_ATTRIBUTE, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
         ],
         BillingMode="PAY_PER_REQUEST",
     )

@@ -50,8 +50,9 @@ def proxy_event(
     passes None, so a client that sent none reaches the handler without one.
     """
     split = urlsplit(target)
-    query = {k: v[-1] for k, v in parse_qs(split.query).items()}
-    multi_query = parse_qs(split.query)
+    # API Gateway passes `?limit=` on as an empty value, which the handler refuses 400.
+    multi_query = parse_qs(split.query, keep_blank_values=True)
+    query = {k: v[-1] for k, v in multi_query.items()}
     request_id = str(uuid.uuid4())
     all_headers = dict(headers or {})
     content_types = [v for k, v in all_headers.items() if k.lower() == "content-type"]

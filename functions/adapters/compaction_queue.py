@@ -1,7 +1,9 @@
 """The compaction queue on SQS: one message asks for one conversation to be folded.
 
 The message names the conversation only; the compactor reads what to fold from
-the store, so a duplicate or late delivery folds nothing twice.
+the store, so a duplicate or late delivery folds nothing twice. The same queue
+carries the rest of an erase too large for one invocation (with its fence):
+the compactor has the table, and a deletion is as idempotent as a fold.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-from adapters.conversation_store import ConversationKey, format_instant
+from adapters.conversation_store import ConversationKey, Fence, format_instant
 
 DLQ_MAX_RECEIVES = 4
 """Receives before a compaction request goes to the dead-letter queue: the deployed
@@ -55,6 +57,25 @@ class CompactionQueue:
             "tenantId": key.tenant_id,
             "contactId": key.contact_id,
             "requestedAt": format_instant(requested_at),
+        }
+        response = self._sqs().send_message(
+            QueueUrl=self._queue_url, MessageBody=json.dumps(body, separators=(",", ":"))
+        )
+        return str(response["MessageId"])
+
+    def continue_erasure(self, key: ConversationKey, fence: Fence) -> str:
+        """Ask the compactor to carry on deleting what an erase's fence covers.
+
+        The fence travels with the request: the state may hold a newer one by the
+        time it is read, and this deletion must not reach past its own erase.
+        """
+        body = {
+            "tenantId": key.tenant_id,
+            "contactId": key.contact_id,
+            "erase": {
+                "erasedAt": format_instant(fence.erased_at),
+                "foldsBelow": fence.folds_below,
+            },
         }
         response = self._sqs().send_message(
             QueueUrl=self._queue_url, MessageBody=json.dumps(body, separators=(",", ":"))

@@ -84,6 +84,11 @@ class StateChange:
     window_at: datetime | None = None
     """The message's arrival, when a window is served for it (no escalation): it becomes
     the state's `last_window_at`; None leaves that as it was."""
+    erased_at: datetime | None = None
+    """The fence of the contact's latest erase, as read: a message-id marker recorded at
+    or before it is replaced (the id is a new message)."""
+    list_contact: bool = False
+    """The conversation is not in the tenant's contacts listing yet: this commit lists it."""
 
 
 class Duplicate(Exception):
@@ -96,6 +101,14 @@ class Duplicate(Exception):
 
 class VersionConflict(Exception):
     """Another writer committed to this conversation since it was read."""
+
+
+class ErasedSince(Exception):
+    """The contact was erased after this write's arrival: stamp it after `erased_at`."""
+
+    def __init__(self, erased_at: datetime) -> None:
+        super().__init__(erased_at.isoformat())
+        self.erased_at = erased_at
 
 
 class MessageTooLarge(ValueError):
@@ -145,6 +158,59 @@ class Snapshot:
     newest_first: Iterator[Turn]
 
 
+# -- a conversation's data: export, listing, erase ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnsPage:
+    turns: list[StoredTurn]
+    """Oldest first, as recorded (content, usage), at most the page's limit."""
+    last: TurnPosition | None
+    """Where the next page starts after; None when this page is the last."""
+    stored: bool
+    """Anything is stored for the contact (a state that an erase did not leave empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContactEntry:
+    contact_id: str
+    last_message_at: datetime | None
+    """When the contact last wrote (the state's `lastContactAt`); None for a conversation
+    of replies only."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContactsPosition:
+    """Where a contacts page stopped: the shard, and the last contact listed in it."""
+
+    shard: int
+    contact_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContactsPage:
+    contacts: list[ContactEntry]
+    last: ContactsPosition | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """An erase's fence: what it covers, and whether the state was erased by setting it."""
+
+    erased_at: datetime
+    folds_below: int
+    """Memories kept under a compaction version below this are the erased conversation's."""
+    state_erased: bool
+    """The state held something (counters, memory, rate records, listing) and was erased."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    items: int
+    complete: bool
+    """Nothing the fence covers is left; False when the budget ran out first."""
+
+
 class ConversationStore(Protocol):
     def snapshot(
         self, key: ConversationKey, since: datetime, before: TurnPosition, page_size: int
@@ -153,7 +219,12 @@ class ConversationStore(Protocol):
     def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None: ...
     def fold_at(self, key: ConversationKey, version: int) -> Fold | None: ...
     def unfolded_turns(
-        self, key: ConversationKey, after: TurnPosition | None, limit: int
+        self,
+        key: ConversationKey,
+        after: TurnPosition | None,
+        limit: int,
+        *,
+        erased_at: datetime | None = None,
     ) -> list[StoredTurn]: ...
     def turns_at(
         self, key: ConversationKey, positions: Sequence[TurnPosition]
@@ -180,6 +251,7 @@ class ConversationStore(Protocol):
         *,
         lifetime_days: int,
         usage: TokenUsage | None = None,
+        erased_at: datetime | None = None,
     ) -> None: ...
     def release_lease(self, key: ConversationKey, lease_until: datetime) -> None: ...
     def claim(
@@ -201,4 +273,19 @@ class ConversationStore(Protocol):
         passed_tokens: int,
         passed_turns: int,
     ) -> bool: ...
-    def clear_lease(self, key: ConversationKey, *, expected_recorded: int) -> None: ...
+    def clear_lease(
+        self, key: ConversationKey, *, expected_recorded: int, expected_version: int
+    ) -> None: ...
+
+
+class ConversationData(Protocol):
+    """What the data routes need of a store: the export, the listing and the erase."""
+
+    def turns_page(
+        self, key: ConversationKey, after: TurnPosition | None, limit: int
+    ) -> TurnsPage: ...
+    def contacts_page(
+        self, tenant_id: str, after: ContactsPosition | None, limit: int
+    ) -> ContactsPage: ...
+    def fence_off(self, key: ConversationKey, erased_at: datetime) -> Fence | None: ...
+    def delete_fenced(self, key: ConversationKey, fence: Fence, *, max_items: int) -> Deleted: ...

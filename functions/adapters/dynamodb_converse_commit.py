@@ -10,14 +10,17 @@ and could not send its request gives the lease back here too.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from adapters.contacts_index import CONTACT_ID_ATTRIBUTE, CONTACTS_SHARD_ATTRIBUTE
 from adapters.conversation_store import (
     ConversationKey,
     Duplicate,
+    ErasedSince,
     StateChange,
     VersionConflict,
     check_item_size,
@@ -25,21 +28,26 @@ from adapters.conversation_store import (
     format_instant,
 )
 from adapters.dynamodb_items import (
+    ERASED_AT,
     LAST_WINDOW_AT,
+    RECORDED_AT,
     STATE_SK,
     TTL_ATTRIBUTE,
     Item,
+    contacts_entry,
     item_key,
     marker_answer,
     marker_from,
     marker_item,
     marker_sort_key,
     stable_edge_update,
+    state_from,
     turn_item,
     turn_sort_key,
     usage_attribute,
 )
 from adapters.dynamodb_table import DynamoDBTable
+from memory_core.erasure import erased
 from memory_core.history_range import expires_at
 from memory_core.turns import Turn, TurnPosition
 from memory_core.usage import TokenUsage
@@ -98,6 +106,12 @@ class DynamoDBConverseCommit(DynamoDBTable):
         if change.window_at is not None:
             sets.append(f"{LAST_WINDOW_AT} = :window_at")
             values[":window_at"] = {"S": format_instant(change.window_at)}
+        if change.list_contact:
+            # Once a conversation: a later update leaves the index's keys, so the index
+            # is not written again (docs/decisions.md, "The contacts index").
+            entry = contacts_entry(key.tenant_id, key.contact_id)
+            sets += [f"{name} = :{name}" for name in entry]
+            values.update({f":{name}": value for name, value in entry.items()})
         if change.expected_version == 0:
             condition = "attribute_not_exists(#version)"
         else:
@@ -130,6 +144,7 @@ class DynamoDBConverseCommit(DynamoDBTable):
                 marker_extra=marker_answer(
                     turn_count, decision, dropped, memory_version, window_from
                 ),
+                erased_at=change.erased_at,
             )
         except _StateConditionFailed:
             raise VersionConflict() from None
@@ -142,6 +157,7 @@ class DynamoDBConverseCommit(DynamoDBTable):
         *,
         lifetime_days: int,
         usage: TokenUsage | None = None,
+        erased_at: datetime | None = None,
     ) -> None:
         """An agent's (or a person's) reply: the turn and the counters, in one transaction.
 
@@ -150,19 +166,40 @@ class DynamoDBConverseCommit(DynamoDBTable):
         does not, the reply is late and is recorded again onto the late list.
         The model's `usage` is an attribute of the turn item (`usage`, a map of
         Converse's names), beside its content, never inside it.
+
+        The state must not have been erased since the turn's arrival; ErasedSince
+        when it was (the caller stamps the turn after the fence). `erased_at`, the
+        fence the caller read, lets the turn replace a marker recorded before it.
         """
         encoded = encode_content(turn)
         check_item_size(encoded)
         extra = usage_attribute(usage)
+        commit = functools.partial(
+            self._record_reply,
+            key,
+            turn,
+            encoded,
+            tokens,
+            lifetime_days,
+            turn_extra=extra,
+            erased_at=erased_at,
+        )
         try:
-            self._record_reply(
-                key, turn, encoded, tokens, lifetime_days, turn_extra=extra, late=False
-            )
+            commit(late=False)
         except _StateConditionFailed:
             # The marks only move forward: a late reply stays late, one more commit.
-            self._record_reply(
-                key, turn, encoded, tokens, lifetime_days, turn_extra=extra, late=True
-            )
+            try:
+                commit(late=True)
+            except _StateConditionFailed:
+                self._erased_since(key, turn)
+                raise
+
+    def _erased_since(self, key: ConversationKey, turn: Turn) -> None:
+        """Raises ErasedSince when an erase is why the reply's state condition failed."""
+        item = self._read_item(key.partition, STATE_SK)
+        fence = state_from(item).erased_at if item else None
+        if fence is not None and erased(turn.position, fence):
+            raise ErasedSince(fence) from None
 
     def _record_reply(
         self,
@@ -174,26 +211,37 @@ class DynamoDBConverseCommit(DynamoDBTable):
         *,
         turn_extra: Item,
         late: bool,
+        erased_at: datetime | None,
     ) -> None:
         sort_key = {"S": turn_sort_key(turn.position)}
         values: dict[str, Any] = {
             ":one": {"N": "1"},
             ":tokens": {"N": str(tokens)},
             ":state_ttl": {"N": str(self._state_ttl(turn, lifetime_days))},
+            ":sent": {"S": format_instant(turn.sent_at)},
+            **{
+                f":{name}": value
+                for name, value in contacts_entry(key.tenant_id, key.contact_id).items()
+            },
         }
-        sets = [f"{TTL_ATTRIBUTE} = :state_ttl"]
+        sets = [
+            f"{TTL_ATTRIBUTE} = :state_ttl",
+            # A reply reads nothing first: it lists a conversation only if nothing has.
+            *(f"{name} = if_not_exists({name}, :{name})" for name in _LISTING),
+        ]
+        condition = _NOT_ERASED_SINCE
         if late:
             sets.append(_join_the_late_list(sort_key, tokens, values))
         else:
             values[":sk"] = sort_key
+            condition += " AND " + _ABOVE_THE_MARKS
         state_update: dict[str, Any] = {
             "TableName": self._table,
             "Key": item_key(key.partition, STATE_SK),
             "UpdateExpression": "SET " + ", ".join(sets) + _COUNT_THE_TURN,
+            "ConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }
-        if not late:
-            state_update["ConditionExpression"] = _ABOVE_THE_MARKS
         self._commit(
             key,
             turn,
@@ -203,6 +251,7 @@ class DynamoDBConverseCommit(DynamoDBTable):
             state_update=state_update,
             marker_extra={},
             turn_extra=turn_extra,
+            erased_at=erased_at,
         )
 
     def _state_ttl(self, turn: Turn, lifetime_days: int) -> int:
@@ -229,19 +278,24 @@ class DynamoDBConverseCommit(DynamoDBTable):
         state_update: dict[str, Any],
         marker_extra: Item,
         turn_extra: Item | None = None,
+        erased_at: datetime | None = None,
     ) -> None:
         turn_put: Item = {
             **turn_item(key.partition, turn, encoded=encoded, tokens=tokens, ttl=ttl),
             **(turn_extra or {}),
         }
         marker: Item = {**marker_item(key.partition, turn, ttl=ttl), **marker_extra}
+        marker_put: dict[str, Any] = {**self._put(marker), "ConditionExpression": _ABSENT}
+        if erased_at is not None:
+            # A marker recorded before the erase is no one's: the id is a new message.
+            marker_put["ConditionExpression"] = f"{_ABSENT} OR NOT {RECORDED_AT} > :fence"
+            marker_put["ExpressionAttributeValues"] = {":fence": {"S": format_instant(erased_at)}}
         try:
             self._client.transact_write_items(
                 TransactItems=[
                     {
                         "Put": {
-                            **self._put(marker),
-                            "ConditionExpression": _ABSENT,
+                            **marker_put,
                             # A duplicate's first recording comes back with the refusal.
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
@@ -292,6 +346,9 @@ def _join_the_late_list(sort_key: dict[str, str], tokens: int, values: dict[str,
 _COUNT_THE_TURN = " ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one"
 
 
+_LISTING = (CONTACTS_SHARD_ATTRIBUTE, CONTACT_ID_ATTRIBUTE)
+_NOT_ERASED_SINCE = f"(attribute_not_exists({ERASED_AT}) OR {ERASED_AT} < :sent)"
+"""The turn sorts after the conversation's latest erase (`memory_core.erasure`)."""
 _ABSENT = "attribute_not_exists(SK)"
 _ABOVE_THE_MARKS = (
     "(attribute_not_exists(foldWatermark) OR foldWatermark < :sk)"

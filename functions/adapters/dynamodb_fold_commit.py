@@ -132,24 +132,33 @@ class DynamoDBFoldCommit(DynamoDBTable):
             raise
         return True
 
-    def clear_lease(self, key: ConversationKey, *, expected_recorded: int) -> None:
+    def clear_lease(
+        self, key: ConversationKey, *, expected_recorded: int, expected_version: int
+    ) -> None:
         """Nothing left to fold: let the next turn ask again when there is.
 
         With nothing above the watermark and no late turn, the unfolded counters are
         zero: they are set so, if no turn was recorded since the compactor's read
         (`turnsRecorded`). That heals a count that can no longer be subtracted, such as
         a turn DynamoDB's TTL deleted before compaction read it. If a turn did arrive,
-        only the lease goes; if the state is gone, there is nothing to remove.
+        only the lease goes; if the state is gone, there is nothing to remove. Both
+        hold to the compaction version read: after an erase (which moves it), the
+        lease and the counters are the new conversation's, not this compaction's.
         """
-        zero = {":zero": {"N": "0"}, ":recorded": {"N": str(expected_recorded)}}
+        values: dict[str, Any] = {":zero": {"N": "0"}, ":recorded": {"N": str(expected_recorded)}}
+        same_compaction = _compaction_version_is(expected_version, values)
         settled = self._update_state_if(
             key,
             "SET unfoldedTokens = :zero, unfoldedTurns = :zero REMOVE leaseUntil",
-            "turnsRecorded = :recorded",
-            zero,
+            f"turnsRecorded = :recorded AND {same_compaction}",
+            values,
         )
         if not settled:
-            self._update_state_if(key, "REMOVE leaseUntil", "attribute_exists(SK)")
+            values = {}
+            same_compaction = _compaction_version_is(expected_version, values)
+            self._update_state_if(
+                key, "REMOVE leaseUntil", f"attribute_exists(SK) AND {same_compaction}", values
+            )
 
 
 def _compaction_version_is(expected: int, values: dict[str, Any]) -> str:

@@ -9,6 +9,10 @@ Single-table layout, every key prefixed by the tenant:
 | memory as a compaction wrote it | same | `FOLD#<compaction version>` |
 | conversation state | same | `TURN#~STATE` |
 
+The state item of a conversation with anything stored also carries the keys of
+the contacts index (`adapters.contacts_index`): `contactsShard`
+(`TENANT#t#SHARD#nn`) and `contactId`, written once, when the conversation starts.
+
 The state's sort key sorts after every turn (`~` follows the digits), so one
 newest-first Query reads the state and the newest turns of the history range
 together. Items are in the low-level client's shape, (de)serialised here by
@@ -18,11 +22,13 @@ encoding would turn numbers inside tool inputs into Decimals and cost more to de
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from adapters.contacts_index import CONTACT_ID_ATTRIBUTE, CONTACTS_SHARD_ATTRIBUTE, CONTACTS_SHARDS
 from adapters.conversation_store import (
     RecordedTurn,
     StoredTurn,
@@ -56,6 +62,10 @@ USAGE_ATTRIBUTE = "usage"
 """A reply's turn item: the model's token usage, as reported with it."""
 LAST_WINDOW_AT = "lastWindowAt"
 """The state's `ConversationState.last_window_at`."""
+ERASED_AT = "erasedAt"
+"""The state's `ConversationState.erased_at`: the fence of the contact's latest erase."""
+RECORDED_AT = "recordedAt"
+"""A marker's turn's arrival, which a write after an erase compares with the fence."""
 TURNS_END = TURN_PREFIX + "~"
 """Sorts after every turn key and before the state's (`TURN#~STATE`)."""
 
@@ -86,6 +96,34 @@ def marker_sort_key(turn_id: str) -> str:
 
 def fold_sort_key(version: int) -> str:
     return f"{FOLD_PREFIX}{version:0{FOLD_VERSION_DIGITS}d}"
+
+
+def erased_through(erased_at: datetime) -> str:
+    """A sort key after every turn placed at or before an erase's fence, and before
+    every turn placed after it (`memory_core.erasure`)."""
+    return f"{TURN_PREFIX}{format_instant(erased_at)}#~"
+
+
+def fold_version_of(sort_key: str) -> int:
+    return int(sort_key.removeprefix(FOLD_PREFIX))
+
+
+def contacts_shard(tenant_id: str, shard: int) -> str:
+    return f"TENANT#{tenant_id}#SHARD#{shard:02d}"
+
+
+def shard_of(contact_id: str) -> int:
+    """A stable shard for the contact: a hash, so one tenant's contacts spread evenly."""
+    digest = hashlib.sha256(contact_id.encode()).digest()
+    return int.from_bytes(digest[:4], "big") % CONTACTS_SHARDS
+
+
+def contacts_entry(tenant_id: str, contact_id: str) -> Item:
+    """The state's attributes that list the contact in the contacts index."""
+    return {
+        CONTACTS_SHARD_ATTRIBUTE: {"S": contacts_shard(tenant_id, shard_of(contact_id))},
+        CONTACT_ID_ATTRIBUTE: {"S": contact_id},
+    }
 
 
 # -- turns ---------------------------------------------------------------------------
@@ -171,6 +209,7 @@ def marker_item(partition: str, turn: Turn, *, ttl: int) -> Item:
         "turnSk": {"S": turn_sort_key(turn.position)},
         "role": {"S": turn.role},
         "digest": {"S": content_digest(turn.role, list(turn.content))},
+        RECORDED_AT: {"S": format_instant(turn.position.recorded_at)},
         TTL_ATTRIBUTE: {"N": str(ttl)},
     }
 
@@ -230,7 +269,27 @@ def state_from(item: Mapping[str, Any]) -> ConversationState:
         turns_recorded=_number(item, "turnsRecorded"),
         stable_edge=_stable_edge_from(item),
         last_window_at=_instant(item, LAST_WINDOW_AT),
+        erased_at=_instant(item, ERASED_AT),
+        listed=CONTACTS_SHARD_ATTRIBUTE in item,
     )
+
+
+def erased_state_item(
+    partition: str, erased_at: datetime, *, version: int, compaction_version: int, ttl: int
+) -> Item:
+    """What an erase leaves of the state: its fence, and the two locks moved on.
+
+    The version moves so that a converse call in flight commits nothing it read
+    before; the compaction version, so that a compaction in flight writes
+    nothing back. Nothing else is kept: no counter, rate record, memory or listing.
+    """
+    return {
+        **item_key(partition, STATE_SK),
+        "version": {"N": str(version)},
+        "foldVersion": {"N": str(compaction_version)},
+        ERASED_AT: {"S": format_instant(erased_at)},
+        TTL_ATTRIBUTE: {"N": str(ttl)},
+    }
 
 
 def _late_turn(entry: Mapping[str, Any]) -> LateTurn:

@@ -24,6 +24,7 @@ from adapters.dynamodb_items import (
     TURN_PREFIX,
     TURNS_END,
     Item,
+    erased_through,
     fold_from,
     fold_sort_key,
     item_key,
@@ -36,6 +37,7 @@ from adapters.dynamodb_items import (
 )
 from adapters.dynamodb_table import DynamoDBTable
 from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
+from memory_core.erasure import erased
 from memory_core.history_range import is_expired
 from memory_core.turns import Turn, TurnPosition
 
@@ -59,7 +61,7 @@ class DynamoDBReads(DynamoDBTable):
         if items and items[0]["SK"]["S"] == STATE_SK:
             state = self._live_state(items[0])
             items = items[1:]
-        return Snapshot(state, self._turns(items, pages, before))
+        return Snapshot(state, self._turns(items, pages, before, state.erased_at))
 
     def _live_state(self, item: Mapping[str, Any]) -> ConversationState:
         """The state, or a fresh one where its TTL passed (the version is kept for the lock)."""
@@ -73,6 +75,8 @@ class DynamoDBReads(DynamoDBTable):
                 folding_through=state.folding_through,
                 late_turns=state.late_turns,
                 compaction_version=state.compaction_version,
+                erased_at=state.erased_at,
+                listed=state.listed,
             )
         return state
 
@@ -115,7 +119,11 @@ class DynamoDBReads(DynamoDBTable):
             request["ExclusiveStartKey"] = last
 
     def _turns(
-        self, first_page: list[Item], later_pages: Iterator[list[Item]], before: TurnPosition
+        self,
+        first_page: list[Item],
+        later_pages: Iterator[list[Item]],
+        before: TurnPosition,
+        erased_at: datetime | None,
     ) -> Iterator[Turn]:
         now = self._now()
         boundary = turn_sort_key(before)
@@ -126,20 +134,32 @@ class DynamoDBReads(DynamoDBTable):
                     continue  # recorded after the current message, or the message itself
                 if is_expired(int(item[TTL_ATTRIBUTE]["N"]), now):
                     continue  # past its TTL; DynamoDB deletes lazily, days late
-                yield turn_from(item)
+                turn = turn_from(item)
+                if erased(turn.position, erased_at):
+                    return  # the erased conversation: every older turn is its too
+                yield turn
             page = next(later_pages, None)
 
     def unfolded_turns(
-        self, key: ConversationKey, after: TurnPosition | None, limit: int
+        self,
+        key: ConversationKey,
+        after: TurnPosition | None,
+        limit: int,
+        *,
+        erased_at: datetime | None = None,
     ) -> list[StoredTurn]:
         """The turns newer than the watermark, oldest first, at most `limit`.
 
         The read starts at the watermark, so its cost follows what is unfolded,
         never the conversation's length. Turns past their TTL come back marked
         `expired`: the compactor passes over them but moves the counters and
-        the watermark past them.
+        the watermark past them. Turns an erase fenced off (`erased_at`) are not
+        read: they were never counted in the conversation's counters.
         """
-        start = turn_sort_key(after) if after else TURN_PREFIX
+        start = max(
+            turn_sort_key(after) if after else TURN_PREFIX,
+            erased_through(erased_at) if erased_at else "",
+        )
         request: dict[str, Any] = {
             "TableName": self._table,
             # Up to the last turn: the state item, which sorts after, is not read (or billed).

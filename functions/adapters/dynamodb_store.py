@@ -11,6 +11,8 @@ client, table and clock:
 | `dynamodb_reads` | the reads: the state with the newest turns, unfolded turns, markers, folds |
 | `dynamodb_converse_commit` | the transaction that records a turn, and a lease given back |
 | `dynamodb_fold_commit` | what the compactor writes: its claim, the fold, the cleared lease |
+| `dynamodb_data` | a conversation's turns as recorded, and a tenant's contacts, in pages |
+| `dynamodb_erasure` | an erase: the fence on the state, then the deletion of what it covers |
 
 The usual converse call is two round trips: one Query reads the state and the
 newest turns together, one transaction commits the turn. The names that other
@@ -21,6 +23,8 @@ re-exported here, so that they need not know the split.
 from __future__ import annotations
 
 from adapters.dynamodb_converse_commit import DynamoDBConverseCommit
+from adapters.dynamodb_data import DynamoDBData
+from adapters.dynamodb_erasure import DynamoDBErasure
 from adapters.dynamodb_fold_commit import DynamoDBFoldCommit
 from adapters.dynamodb_items import STATE_SK, TTL_ATTRIBUTE, TURN_PREFIX, turn_sort_key
 from adapters.dynamodb_reads import DynamoDBReads
@@ -37,7 +41,9 @@ __all__ = [
 ]
 
 
-class DynamoDBConversationStore(DynamoDBReads, DynamoDBConverseCommit, DynamoDBFoldCommit):
+class DynamoDBConversationStore(
+    DynamoDBReads, DynamoDBConverseCommit, DynamoDBFoldCommit, DynamoDBData, DynamoDBErasure
+):
     """The store: made with the client, the table's name, the turn retention and a clock.
 
     The retention bounds how long the memory a compaction wrote is kept

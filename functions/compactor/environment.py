@@ -1,4 +1,4 @@
-"""The compactor's resources: the table, and which summariser to use."""
+"""The compactor's resources: the table, which summariser to use, and its own queue."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ class CompactorEnvironment(BaseModel):
     table_name: str = Field(min_length=3, max_length=255, pattern=TABLE_NAME_PATTERN)
     summariser: Literal["offline", "bedrock"] = "offline"
     bedrock_model_id: str | None = None
+    compaction_queue_url: str | None = Field(None, min_length=1)
+    """Its own queue, where the rest of a long erase is queued again; without it, an
+    unfinished share fails its record, which comes back and carries on."""
 
     @model_validator(mode="after")
     def _bedrock_needs_a_model(self) -> Self:

@@ -7,6 +7,7 @@ After the queue's receive limit it lands in the dead-letter queue.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -21,11 +22,14 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.conversation_store import ConversationKey
+from adapters.compaction_queue import CompactionQueue
+from adapters.conversation_store import ConversationKey, Fence
 from adapters.dynamodb_store import DynamoDBConversationStore
 from adapters.summariser import BedrockSummariser, OfflineSummariser, Summariser
 from compactor.environment import CompactorEnvironment, load_compactor_environment
 from compactor.service import Compaction, Compactor
+from converse_history.erase import ErasureDeletion
+from converse_history.telemetry import erasure_fields
 from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.settings import load_settings
 
@@ -37,11 +41,33 @@ SETTINGS = load_settings()
 ENVIRONMENT = load_compactor_environment()
 
 
+class ErasureShare(BaseModel):
+    """The rest of an erase, with its fence (adapters.compaction_queue.continue_erasure)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    erased_at: datetime = Field(alias="erasedAt")
+    folds_below: int = Field(alias="foldsBelow", ge=0)
+
+
 class CompactionRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     tenant_id: str = Field(alias="tenantId", pattern=TENANT_ID_PATTERN)
     contact_id: str = Field(alias="contactId", min_length=1, max_length=128)
+    erase: ErasureShare | None = None
+
+
+class QueueNotConfigured(Exception):
+    """An erase's share did not finish, and this function has no queue to carry it on."""
+
+
+class _RetryTheRecord:
+    """Without its queue, the compactor leaves the rest of an erase to the record's
+    next delivery: what was deleted stays deleted, and the next share goes on."""
+
+    def continue_erasure(self, key: ConversationKey, fence: Fence) -> str:
+        raise QueueNotConfigured(f"{key.partition}: the erase goes on at the next delivery")
 
 
 class PowertoolsCompactorTelemetry:
@@ -66,6 +92,11 @@ class PowertoolsCompactorTelemetry:
         logger.info("memory_fold_lost_race")
         metrics.add_metric("FoldVersionConflicts", MetricUnit.Count, 1)
 
+    def erasure_continued(self, key: ConversationKey, items: int, *, complete: bool) -> None:
+        logger.info(
+            "contact_erasure_continued", extra=erasure_fields(key, items, complete=complete)
+        )
+
 
 def _summariser(environment: CompactorEnvironment) -> Summariser:
     if environment.summariser == "bedrock":
@@ -74,12 +105,22 @@ def _summariser(environment: CompactorEnvironment) -> Summariser:
     return OfflineSummariser()
 
 
+STORE = DynamoDBConversationStore(
+    boto3.client("dynamodb"), ENVIRONMENT.table_name, SETTINGS.turn_retention_days
+)
 COMPACTOR = Compactor(
-    store=DynamoDBConversationStore(
-        boto3.client("dynamodb"), ENVIRONMENT.table_name, SETTINGS.turn_retention_days
-    ),
+    store=STORE,
     summariser=_summariser(ENVIRONMENT),
     settings=SETTINGS,
+    telemetry=PowertoolsCompactorTelemetry(),
+)
+ERASURE = ErasureDeletion(
+    store=STORE,
+    queue=(
+        CompactionQueue(lambda: boto3.client("sqs"), ENVIRONMENT.compaction_queue_url)
+        if ENVIRONMENT.compaction_queue_url
+        else _RetryTheRecord()
+    ),
     telemetry=PowertoolsCompactorTelemetry(),
 )
 # Every failed record is reported, even when all of them failed: the event
@@ -91,6 +132,10 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 def fold_one(record: SQSRecord) -> None:
     request = CompactionRequest.model_validate_json(record.body)
     key = ConversationKey(request.tenant_id, request.contact_id)
+    if request.erase is not None:
+        share = request.erase
+        ERASURE.carry_on(key, Fence(share.erased_at, share.folds_below, state_erased=False))
+        return
     # Every line logged while folding names the conversation, and a failure says whose.
     logger.append_keys(**key.log_fields())
     try:

@@ -76,10 +76,16 @@ class Compactor:
             state = self._store.state(key)
             if state is None:
                 return Compaction(Outcome.NOTHING_TO_FOLD)
-            newer = self._store.unfolded_turns(key, state.watermark, MAX_TURNS_PER_FOLD)
+            newer = self._store.unfolded_turns(
+                key, state.watermark, MAX_TURNS_PER_FOLD, erased_at=state.erased_at
+            )
             late = state.late_turns[:MAX_LATE_TURNS_PER_FOLD]
             if not newer and not late:
-                self._store.clear_lease(key, expected_recorded=state.turns_recorded)
+                self._store.clear_lease(
+                    key,
+                    expected_recorded=state.turns_recorded,
+                    expected_version=state.compaction_version,
+                )
                 return Compaction(Outcome.NOTHING_TO_FOLD)
             # Late turns join an existing range: only a new watermark needs a claim.
             if not newer or self._store.claim(

@@ -20,10 +20,12 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     StrictInt,
     Tag,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.config import JsonDict
@@ -575,3 +577,68 @@ class ErrorResponse(BaseModel):
 
 class HealthResponse(BaseModel):
     status: Literal["ok"]
+
+
+# -- a conversation's data (SPEC 10) ------------------------------------------------------
+
+PAGE_LIMIT_MAX = 500
+PAGE_LIMIT_DEFAULT = 100
+
+
+class ExportedTurn(BaseModel):
+    id: str
+    role: Literal["user", "assistant"]
+    sent_at: str = Field(alias="sentAt")
+    recorded_at: str = Field(alias="recordedAt", description="when the service received it")
+    stated_sent_at: str | None = Field(
+        None,
+        alias="statedSentAt",
+        description="the sentAt the sender gave, where it was ahead of the service's clock",
+    )
+    content: list[dict[str, Any]] = Field(
+        description="the content blocks exactly as recorded: untrimmed, unrepaired"
+    )
+    usage: dict[str, int] | None = Field(
+        None, description="the model's usage, where one was recorded with the reply"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_what_was_not_recorded(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """`usage` and `statedSentAt` appear where they were recorded, never as null."""
+        shown = handler(self)
+        for name in ("usage", "statedSentAt", "stated_sent_at"):
+            if name in shown and shown[name] is None:
+                del shown[name]
+        return shown
+
+
+class TurnsResponse(BaseModel):
+    turns: list[ExportedTurn]
+    next_cursor: str | None = Field(
+        alias="nextCursor", description="the next page's cursor; null on the last page"
+    )
+
+
+class ContactView(BaseModel):
+    contact_id: str = Field(alias="contactId")
+    last_message_at: str | None = Field(
+        alias="lastMessageAt", description="when the contact last wrote; null if never"
+    )
+
+
+class ContactsResponse(BaseModel):
+    contacts: list[ContactView]
+    next_cursor: str | None = Field(alias="nextCursor")
+
+
+class ErasedView(BaseModel):
+    items: int = Field(description="items deleted by this call (the state counts one)")
+    complete: bool = Field(
+        description="false when the rest is being deleted asynchronously (HTTP 202); "
+        "nothing recorded before erasedAt is served either way"
+    )
+
+
+class ErasureResponse(BaseModel):
+    erased: ErasedView
+    erased_at: str = Field(alias="erasedAt")

@@ -1,7 +1,9 @@
 """The direct invocation protocol: the Step Functions workflow calls the Lambda, not the API.
 
-An event with an `action` (`converse`, `record` or `memory`) names the tenant
-and the contact itself and carries the message as the API's body would. No caller
+An event with an `action` (`converse`, `record`, `memory`, and for a
+conversation's data `turns`, `contacts` and `erase`) names the tenant and the
+contact itself (`contacts`: the tenant only) and carries the message, or the
+page's `limit` and `cursor`, as the API's body or query would. No caller
 identity is checked: only principals allowed to invoke the function reach it.
 A refusal is answered as the API's error body with its `statusCode`, so the
 workflow can route on it.
@@ -14,18 +16,22 @@ import functools
 import re
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.conversation_store import ConversationKey
+from converse_history.access import Caller
 from converse_history.api_models import (
     CONTACT_ID_PATTERN,
     MESSAGE_ID_PATTERN,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_MAX,
     ConverseRequest,
     RecordTurnRequest,
 )
 from converse_history.errors import ApiError, invalid, invalid_request, not_found
+from converse_history.http_routes import DataRoutes
 from converse_history.incoming import incoming, reported_usage
-from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.service import ConverseService, Incoming
 from converse_history.telemetry import PowertoolsTelemetry
 from converse_history.workflow_answer import (
     WORKFLOW,
@@ -37,6 +43,7 @@ from converse_history.workflow_answer import (
 from memory_core.rules import TENANT_ID_PATTERN
 
 ACTION = "action"
+ACTIONS = ("converse", "record", "memory", "turns", "contacts", "erase")
 """The key that marks an event as a direct invocation rather than an API Gateway request."""
 _PROTOCOL_KEYS = {ACTION, "tenantId", "contactId"}
 _INVOKER = Caller(arn=None, identity_required=False)
@@ -44,13 +51,21 @@ _INVOKER = Caller(arn=None, identity_required=False)
 
 
 class DirectInvocation:
-    def __init__(self, service: ConverseService, telemetry: PowertoolsTelemetry) -> None:
+    def __init__(
+        self, service: ConverseService, data: DataRoutes, telemetry: PowertoolsTelemetry
+    ) -> None:
         self._service = service
+        self._data = data
         self._telemetry = telemetry
 
-    def answer(self, event: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, event: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0911 (one per action)
         action = event.get(ACTION)
         try:
+            if action == "contacts":
+                page = PageRequest.model_validate(_page_fields(event))
+                return self._data.contacts.page(
+                    _tenant_id(event), _INVOKER, limit=page.limit, cursor=page.cursor
+                )
             tenant_id, contact_id = _ids(event)
             if action == "converse":
                 request = ConverseRequest.model_validate({"message": event.get("message")})
@@ -62,7 +77,15 @@ class DirectInvocation:
                 return self._record(tenant_id, contact_id, event)
             if action == "memory":
                 return self._memory(tenant_id, contact_id)
-            raise invalid(ACTION, "must be 'converse', 'record' or 'memory'")
+            if action == "turns":
+                page = PageRequest.model_validate(_page_fields(event))
+                return self._data.export.page(
+                    tenant_id, contact_id, _INVOKER, limit=page.limit, cursor=page.cursor
+                )
+            if action == "erase":
+                erasure = self._data.erasure.erase(tenant_id, contact_id, _INVOKER)
+                return {**erasure.as_json(), "statusCode": erasure.status}
+            raise invalid(ACTION, f"must be one of {', '.join(map(repr, ACTIONS))}")
         except ValidationError as error:
             api_error = invalid_request(error.errors())
             return {**api_error.body(), "statusCode": api_error.status}
@@ -118,10 +141,28 @@ class DirectInvocation:
         return state
 
 
-def _ids(event: dict[str, Any]) -> tuple[str, str]:
-    tenant_id, contact_id = event.get("tenantId"), event.get("contactId")
+class PageRequest(BaseModel):
+    """A data listing's page: as the HTTP routes' query parameters, typed as JSON."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    limit: int = Field(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX)
+    cursor: str | None = Field(None, min_length=1, max_length=1024)
+
+
+def _page_fields(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k not in _PROTOCOL_KEYS}
+
+
+def _tenant_id(event: dict[str, Any]) -> str:
+    tenant_id = event.get("tenantId")
     if not isinstance(tenant_id, str) or not re.fullmatch(TENANT_ID_PATTERN, tenant_id):
         raise invalid("tenantId", f"must match {TENANT_ID_PATTERN}")
+    return tenant_id
+
+
+def _ids(event: dict[str, Any]) -> tuple[str, str]:
+    tenant_id, contact_id = _tenant_id(event), event.get("contactId")
     if not isinstance(contact_id, str) or not re.fullmatch(CONTACT_ID_PATTERN, contact_id):
         raise invalid("contactId", f"must match {CONTACT_ID_PATTERN}")
     return tenant_id, contact_id

@@ -29,8 +29,11 @@ from adapters.compaction_queue import CompactionQueue
 from adapters.dynamodb_store import DynamoDBConversationStore
 from adapters.rules_source import AppConfigRulesSource, FileRulesSource, RulesSource
 from converse_history import proxy_event
+from converse_history.contacts import ContactsListing
 from converse_history.environment import Environment, load_environment
-from converse_history.http_routes import build_resolver
+from converse_history.erase import ContactErasure, ErasureDeletion
+from converse_history.export import TurnsExport
+from converse_history.http_routes import DataRoutes, build_resolver
 from converse_history.service import ConverseService
 from converse_history.snapstart import prepare_snapshot, register_renewal
 from converse_history.telemetry import PowertoolsTelemetry
@@ -71,15 +74,26 @@ def _rules_source(environment: Environment, settings: Settings) -> RulesSource:
 DYNAMODB = boto3.client("dynamodb")
 QUEUE = CompactionQueue(lambda: boto3.client("sqs"), ENVIRONMENT.compaction_queue_url)
 RULES = _rules_source(ENVIRONMENT, SETTINGS)
+STORE = DynamoDBConversationStore(DYNAMODB, ENVIRONMENT.table_name, SETTINGS.turn_retention_days)
 SERVICE = ConverseService(
-    store=DynamoDBConversationStore(DYNAMODB, ENVIRONMENT.table_name, SETTINGS.turn_retention_days),
+    store=STORE,
     queue=QUEUE,
     rules=RULES,
     settings=SETTINGS,
     telemetry=TELEMETRY,
 )
+DATA = DataRoutes(
+    export=TurnsExport(store=STORE, rules=RULES),
+    contacts=ContactsListing(store=STORE, rules=RULES),
+    erasure=ContactErasure(
+        store=STORE,
+        rules=RULES,
+        deletion=ErasureDeletion(store=STORE, queue=QUEUE, telemetry=TELEMETRY),
+        telemetry=TELEMETRY,
+    ),
+)
 APP = build_resolver(
-    SERVICE, identity_required=ENVIRONMENT.caller_identity == "required", logger=logger
+    SERVICE, DATA, identity_required=ENVIRONMENT.caller_identity == "required", logger=logger
 )
 
 
@@ -88,7 +102,7 @@ def direct_invocation() -> DirectInvocation:
     """The workflow's protocol, loaded by the first direct invocation: no API call needs it."""
     from converse_history.direct_invocation import DirectInvocation  # noqa: PLC0415 (first use)
 
-    return DirectInvocation(SERVICE, TELEMETRY)
+    return DirectInvocation(SERVICE, DATA, TELEMETRY)
 
 
 DIRECT_ACTION = "action"

@@ -10,27 +10,37 @@ outlived the retries is logged and answered 500, never with its traceback.
 # functions' annotations at runtime to validate requests and build the OpenAPI.
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
+from converse_history.access import Caller
 from converse_history.api_models import (
     CONTACT_ID_PATTERN,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_MAX,
+    ContactsResponse,
     ConverseRequest,
     ConverseResponse,
+    ErasureResponse,
     HealthResponse,
     MemoryResponse,
     RecordTurnRequest,
     RecordTurnResponse,
+    TurnsResponse,
 )
+from converse_history.contacts import ContactsListing
+from converse_history.erase import ContactErasure
 from converse_history.errors import ApiError, invalid_request, not_found
+from converse_history.export import TurnsExport
 from converse_history.incoming import incoming, reported_usage
 from converse_history.openapi_document import answers, openapi_document
 from converse_history.proxy_event import allowed_methods
-from converse_history.service import Caller, ConverseService
+from converse_history.service import ConverseService
 from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.strict_json import strict_loads
 
@@ -49,10 +59,31 @@ CONTACT_ID_DESCRIPTION = (
 )
 TenantId = Annotated[str, Path(pattern=TENANT_ID_PATTERN, description=TENANT_ID_DESCRIPTION)]
 ContactId = Annotated[str, Path(pattern=CONTACT_ID_PATTERN, description=CONTACT_ID_DESCRIPTION)]
+PageLimit = Annotated[
+    int,
+    Query(ge=1, le=PAGE_LIMIT_MAX, description=f"items per page, 1 to {PAGE_LIMIT_MAX}"),
+]
+PageCursor = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=1024,
+        description="the previous page's `nextCursor`; none for the first page",
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DataRoutes:
+    """The use cases of a conversation's data (SPEC 10), each in its own module."""
+
+    export: TurnsExport
+    contacts: ContactsListing
+    erasure: ContactErasure
 
 
 def build_resolver(
-    service: ConverseService, *, identity_required: bool, logger: Logger
+    service: ConverseService, data: DataRoutes, *, identity_required: bool, logger: Logger
 ) -> APIGatewayRestResolver:
     # Powertools answers a `JSONDecodeError` from the deserializer with a 400 (`invalid_request`);
     # strict_loads raises nothing else, and refuses what Python's parser lets through:
@@ -65,6 +96,7 @@ def build_resolver(
         return Caller(arn=identity.user_arn, identity_required=identity_required)
 
     _conversation_routes(app, service, caller)
+    _data_routes(app, data, caller)
     _service_routes(app)
     _error_answers(app, logger)
     return app
@@ -119,6 +151,64 @@ def _conversation_routes(
         if result is None:
             raise not_found(f"nothing recorded for contact {contact_id!r}")
         return MemoryResponse.model_validate(result)
+
+
+def _data_routes(
+    app: APIGatewayRestResolver, data: DataRoutes, caller: Callable[[], Caller]
+) -> None:
+    @app.get(
+        f"{BASE}/turns",
+        responses=answers(
+            200,
+            "a page of the contact's turns, oldest first, exactly as recorded",
+            400,
+            403,
+            404,
+            e404="unknown tenant, or nothing stored for the contact",
+        ),
+        summary="export the contact's turns",
+    )
+    def export_turns(
+        tenant_id: TenantId,
+        contact_id: ContactId,
+        limit: PageLimit = PAGE_LIMIT_DEFAULT,
+        cursor: PageCursor = None,
+    ) -> TurnsResponse:
+        page = data.export.page(tenant_id, contact_id, caller(), limit=limit, cursor=cursor)
+        return TurnsResponse.model_validate(page)
+
+    @app.get(
+        "/v1/tenants/<tenant_id>/contacts",
+        responses=answers(
+            200, "a page of the tenant's contacts with anything stored", 400, 403, 404
+        ),
+        summary="list the tenant's contacts",
+    )
+    def list_contacts(
+        tenant_id: TenantId, limit: PageLimit = PAGE_LIMIT_DEFAULT, cursor: PageCursor = None
+    ) -> ContactsResponse:
+        page = data.contacts.page(tenant_id, caller(), limit=limit, cursor=cursor)
+        return ContactsResponse.model_validate(page)
+
+    @app.delete(
+        "/v1/tenants/<tenant_id>/contacts/<contact_id>",
+        responses={
+            **answers(200, "everything stored for the contact was erased", 400, 403, 404),
+            202: {
+                "description": "erased: nothing recorded before erasedAt is served again; "
+                "the rest is deleted asynchronously",
+                "content": {"application/json": {"model": ErasureResponse}},
+            },
+        },
+        summary="erase everything stored for the contact",
+    )
+    def erase_contact(tenant_id: TenantId, contact_id: ContactId) -> Response[ErasureResponse]:
+        erasure = data.erasure.erase(tenant_id, contact_id, caller())
+        return Response(
+            erasure.status,
+            content_types.APPLICATION_JSON,
+            ErasureResponse.model_validate(erasure.as_json()),
+        )
 
 
 def _service_routes(app: APIGatewayRestResolver) -> None:

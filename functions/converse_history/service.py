@@ -13,7 +13,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn, Protocol
 
@@ -22,6 +22,7 @@ from adapters.conversation_store import (
     ConversationKey,
     ConversationStore,
     Duplicate,
+    ErasedSince,
     MessageTooLarge,
     RecordedTurn,
     StateChange,
@@ -32,11 +33,22 @@ from adapters.conversation_store import (
     format_instant,
 )
 from adapters.rules_source import RulesSource
-from converse_history.errors import ApiError, forbidden, invalid, unknown_tenant
+from converse_history.access import Caller, tenant_for
+from converse_history.answers import (
+    escalation,
+    fold_in_range,
+    memory_view,
+    rate_limited,
+    turn_view,
+    window_answer,
+)
+from converse_history.errors import ApiError, invalid
+from converse_history.replay import replayed_answer
+from converse_history.stable import stable_choice
 from memory_core.compaction_trigger import compaction_due
-from memory_core.conversation import ConversationState, Fold
-from memory_core.converse_shape import CachePoints, converse_fragment
+from memory_core.conversation import ConversationState
 from memory_core.coverage import held_by_neither
+from memory_core.erasure import erased, marker_erased, placed_after
 from memory_core.history_range import history_cutoff, turn_lifetime_days
 from memory_core.pending_calls import answers_only_tools, unanswered_calls
 from memory_core.rate_limit import remember, seconds_until_free
@@ -44,16 +56,6 @@ from memory_core.repair_incidents import first_appearances
 from memory_core.repairs import Repair
 from memory_core.rules import TenantRules
 from memory_core.settings import Settings
-from memory_core.stable_window import (
-    StableEdge,
-    cache_expired,
-    moved_edge,
-    previous_call_history,
-    stable_window,
-    start_of,
-    suffix_from,
-)
-from memory_core.tenancy import caller_may_act_for
 from memory_core.tokens import estimate_turn_tokens
 from memory_core.trim import prepared
 from memory_core.turn_cap import exceeds_cap, next_streak
@@ -80,14 +82,6 @@ class Telemetry(Protocol):
     def commit_retried(self, attempt: int) -> None: ...
     def replay_memory_missing(self, key: ConversationKey, version: int) -> None: ...
     def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling: an IAM principal through API Gateway, or nobody known."""
-
-    arn: str | None
-    identity_required: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +117,7 @@ class ConverseService:
     def converse(
         self, tenant_id: str, contact_id: str, message: Incoming, caller: Caller
     ) -> dict[str, Any]:
-        tenant = self._tenant(tenant_id, caller)
+        tenant = tenant_for(self._rules, tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
         turn = prepared(self._turn(message, field="message."), self._settings.window_limits.trim)
         tokens = estimate_turn_tokens(turn)
@@ -133,8 +127,21 @@ class ConverseService:
             except VersionConflict:
                 self._telemetry.commit_retried(attempt)
                 self._back_off(attempt)
+            except ErasedSince as erase:
+                # Arrived while the contact was being erased: a message of the new conversation.
+                turn = placed_after(turn, erase.erased_at, self._now())
             except Duplicate as duplicate:
-                return self._replay(key, tenant, turn, duplicate.first)
+                self._same_message(turn, duplicate.first)
+                return replayed_answer(
+                    self._store,
+                    self._telemetry,
+                    key,
+                    tenant=tenant,
+                    limits=self._settings.window_limits,
+                    page_size=self._page_size,
+                    turn=turn,
+                    first=duplicate.first,
+                )
         raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
 
     def record(
@@ -153,15 +160,26 @@ class ConverseService:
         but one that reports other figures than were recorded (or any, where none
         were) is refused, naming `usage`, rather than answered as if kept.
         """
-        tenant = self._tenant(tenant_id, caller)
+        tenant = tenant_for(self._rules, tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
         turn = prepared(self._turn(message, field=""), self._settings.window_limits.trim)
         tokens = estimate_turn_tokens(turn)
+        erased_at = None
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 self._store.record_reply(
-                    key, turn, tokens, lifetime_days=self._lifetime_days(tenant), usage=usage
+                    key,
+                    turn,
+                    tokens,
+                    lifetime_days=self._lifetime_days(tenant),
+                    usage=usage,
+                    erased_at=erased_at,
                 )
+            except ErasedSince as erase:
+                # Arrived while the contact was being erased: a turn of the new conversation.
+                erased_at = erase.erased_at
+                turn = placed_after(turn, erased_at, self._now())
+                continue
             except VersionConflict:
                 # A reply takes no lock, but DynamoDB still cancels its transaction when
                 # another one holds the same state item (TransactionConflict) or an item
@@ -171,6 +189,12 @@ class ConverseService:
                 self._back_off(attempt)
                 continue
             except Duplicate as duplicate:
+                fence = self._fence(key) if erased_at is None else erased_at
+                if marker_erased(duplicate.first.position.recorded_at, fence):
+                    # Its id was recorded before the contact was erased: a new message.
+                    erased_at = fence
+                    turn = placed_after(turn, fence, self._now())
+                    continue
                 self._same_message(turn, duplicate.first)
                 if usage is not None:
                     self._same_usage(key, duplicate.first, usage)
@@ -182,12 +206,12 @@ class ConverseService:
         raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
 
     def memory(self, tenant_id: str, contact_id: str, caller: Caller) -> dict[str, Any] | None:
-        tenant = self._tenant(tenant_id, caller)
+        tenant = tenant_for(self._rules, tenant_id, caller)
         state = self._store.state(ConversationKey(tenant_id, contact_id))
-        if state is None:
+        if state is None or state.holds_nothing:
             return None
         now = self._now()
-        fold = _fold_in_range(state.fold, history_cutoff(now, tenant.history_days))
+        fold = fold_in_range(state.fold, history_cutoff(now, tenant.history_days))
         return {
             "memory": memory_view(fold),
             "counters": {
@@ -213,17 +237,20 @@ class ConverseService:
         since = history_cutoff(turn.sent_at, tenant.history_days)
         snapshot = self._store.snapshot(key, since, turn.position, self._page_size)
         state = snapshot.state
+        if erased(turn.position, state.erased_at):
+            assert state.erased_at is not None
+            raise ErasedSince(state.erased_at)
         arrival = turn.position.recorded_at
         newest_first = snapshot.newest_first
         streak, recent_contact = state.streak, state.recent_contact
         if answers_only_tools(turn):
             # The agent's tool loop going on, not the contact's words: neither the rate
             # limit nor the cap counts it, and it must answer a pending call.
-            newest_first = self._answering_pending_calls(key, turn, newest_first)
+            newest_first = self._answering_pending_calls(key, turn, newest_first, state.erased_at)
         else:
             wait = seconds_until_free(recent_contact, arrival, tenant.rate_limit)
             if wait:
-                self._unless_recorded(key, turn, rate_limited(wait))
+                self._unless_recorded(key, turn, rate_limited(wait), state.erased_at)
             streak = next_streak(streak, turn.sent_at, tenant.idle_reset_hours)
             recent_contact = remember(recent_contact, arrival, tenant.rate_limit)
         escalate = exceeds_cap(streak, tenant.max_turns_per_conversation)
@@ -231,7 +258,7 @@ class ConverseService:
         # The window comes from the snapshot, before the commit: its figures go
         # into the message id's marker, so a retry is answered the same.
         window = None
-        memory = _fold_in_range(state.fold, since)
+        memory = fold_in_range(state.fold, since)
         # An escalation serves no window: a stable edge stays for the calls after it.
         edge = state.stable_edge if tenant.prompt_cache == "stable" else None
         covered_to = state.watermark
@@ -239,8 +266,15 @@ class ConverseService:
             limits = self._settings.window_limits
             window = build_window(newest_first, limits, state.turns_recorded)
             if tenant.prompt_cache == "stable":
-                window, memory, edge = self._stable(
-                    key, window, state, since=since, tenant=tenant, turn=turn
+                window, memory, edge = stable_choice(
+                    self._store,
+                    key,
+                    window,
+                    state,
+                    limits=limits,
+                    since=since,
+                    tenant=tenant,
+                    turn=turn,
                 )
                 if edge is not None:
                     covered_to = edge.watermark
@@ -257,6 +291,8 @@ class ConverseService:
                 late=state.is_late(turn.position),
                 stable_edge=edge,
                 window_at=arrival if window else None,
+                erased_at=state.erased_at,
+                list_contact=not state.listed,
             ),
             turn_count=streak.count,
             decision="escalate" if escalate else "model",
@@ -279,14 +315,18 @@ class ConverseService:
             tenant=tenant,
             covered_to=covered_to,
         )
-        answer, repairs = self._answer(streak.count, turn, window, memory, tenant=tenant)
+        answer, repairs = window_answer(streak.count, turn, window, memory, tenant=tenant)
         new_repairs = first_appearances(repairs, window.turns, state.last_window_at)
         if new_repairs:
             self._telemetry.fragment_repaired(key, new_repairs)
         return answer
 
     def _answering_pending_calls(
-        self, key: ConversationKey, turn: Turn, newest_first: Iterator[Turn]
+        self,
+        key: ConversationKey,
+        turn: Turn,
+        newest_first: Iterator[Turn],
+        erased_at: datetime | None,
     ) -> Iterator[Turn]:
         """The same newest-first turns, once the message's results are found to answer
         pending calls, each once; else the message is refused, naming the result."""
@@ -303,67 +343,26 @@ class ConverseService:
             if tool_use_id not in pending:
                 field = f"message.content[{index}].toolResult.toolUseId"
                 reason = f"{tool_use_id!r} answers no pending tool call of this conversation"
-                self._unless_recorded(key, turn, invalid(field, reason))
+                self._unless_recorded(key, turn, invalid(field, reason), erased_at)
             pending.remove(tool_use_id)
         return itertools.chain(read, newest_first)
 
-    def _unless_recorded(self, key: ConversationKey, turn: Turn, refusal: ApiError) -> NoReturn:
-        """A retry of a message already recorded is answered as it was; any other is refused."""
+    def _unless_recorded(
+        self, key: ConversationKey, turn: Turn, refusal: ApiError, erased_at: datetime | None
+    ) -> NoReturn:
+        """A retry of a message already recorded is answered as it was; any other is refused.
+
+        A recording from before the contact's latest erase is no one's any more.
+        """
         first = self._store.recorded(key, turn.id)
-        if first is not None:
+        if first is not None and not marker_erased(first.position.recorded_at, erased_at):
             raise Duplicate(first)
         raise refusal
 
-    def _stable(
-        self,
-        key: ConversationKey,
-        sliding: Window,
-        state: ConversationState,
-        *,
-        since: datetime,
-        tenant: TenantRules,
-        turn: Turn,
-    ) -> tuple[Window, Fold | None, StableEdge | None]:
-        """The cache-stable window, its memory and its edge (memory_core.stable_window).
-
-        While the edge stays, the memory adopted when it moved is served: the
-        current one if no fold came since, else the copy kept by version (one
-        read). Where that copy is gone, the edge moves, adopting the current one.
-        """
-        expired = cache_expired(sliding, turn.position.recorded_at, tenant.prompt_cache_ttl)
-        limits = self._settings.window_limits
-        current = _fold_in_range(state.fold, since)
-        version = current.version if current else 0
-        late = {entry.position for entry in state.late_turns}
-        choice = stable_window(
-            sliding,
-            limits,
-            state.stable_edge,
-            memory_version=version,
-            watermark=state.watermark,
-            late=late,
-            cache_expired=expired,
-        )
-        if choice.moved or choice.edge is None:
-            return choice.window, current, choice.edge
-        found, served = self._memory_of_version(key, choice.edge.memory_version, state.fold)
-        if not found:
-            choice = moved_edge(
-                sliding, limits, memory_version=version, watermark=state.watermark, late=late
-            )
-            return choice.window, current, choice.edge
-        return choice.window, _fold_in_range(served, since), choice.edge
-
-    def _memory_of_version(
-        self, key: ConversationKey, version: int, current: Fold | None
-    ) -> tuple[bool, Fold | None]:
-        """(found, memory) of compaction `version`; version 0 is found, as no memory."""
-        if version == 0:
-            return True, None
-        if current is not None and current.version == version:
-            return True, current
-        kept = self._store.fold_at(key, version)
-        return kept is not None, kept
+    def _fence(self, key: ConversationKey) -> datetime | None:
+        """The fence of the contact's latest erase, if any (one read)."""
+        state = self._store.state(key)
+        return state.erased_at if state else None
 
     def _observe(
         self,
@@ -392,89 +391,6 @@ class ConverseService:
         )
         if missing:
             self._telemetry.coverage_gap(key, missing)
-
-    def _answer(
-        self,
-        turn_count: int,
-        turn: Turn,
-        window: Window,
-        fold: Fold | None,
-        *,
-        tenant: TenantRules,
-    ) -> tuple[dict[str, Any], list[Repair]]:
-        """The answer over `fold`, the memory already chosen and within the history range,
-        and the fragment's repairs (which the caller reports, or not: a replay's were)."""
-        history = window.messages()
-        current = turn.as_message()
-        # A replay follows the cache rules of now: the points change no content.
-        cache = CachePoints.of(tenant.prompt_cache, tenant.prompt_cache_ttl)
-        previous = previous_call_history(window) if tenant.prompt_cache == "stable" else None
-        fragment = converse_fragment(
-            history,
-            current,
-            fold.summary if fold else None,
-            cache,
-            previous_history=previous,
-        )
-        answer = {
-            "decision": "model",
-            "reason": None,
-            "turnCount": turn_count,
-            "history": history,
-            "current": current,
-            "memory": memory_view(fold),
-            "window": {
-                "kept": window.kept,
-                "dropped": window.dropped,
-                "trimmed": window.trimmed,
-                "repaired": len(fragment.repairs),
-                "estimatedTokens": window.estimated_tokens,
-            },
-            "converse": fragment.as_json(),
-        }
-        return answer, fragment.repairs
-
-    def _replay(
-        self, key: ConversationKey, tenant: TenantRules, turn: Turn, first: RecordedTurn
-    ) -> dict[str, Any]:
-        """A message id seen before: what the first call answered, nothing written."""
-        self._same_message(turn, first)
-        original = Turn(turn.id, turn.role, turn.content, first.position.sent_at)
-        count = first.turn_count or 0
-        if first.decision == "escalate":
-            return escalation(count, original)
-        since = history_cutoff(original.sent_at, tenant.history_days)
-        snapshot = self._store.snapshot(key, since, first.position, self._page_size)
-        window = build_window(snapshot.newest_first, self._settings.window_limits)
-        if first.window_from is not None:
-            # The first answer's stable window: the same run from its edge.
-            start = start_of(window, first.window_from)
-            if start is not None:
-                window = suffix_from(window, start)
-        if first.dropped is not None:
-            window = replace(window, dropped=first.dropped)
-        memory = _fold_in_range(self._memory_first_served(key, first, snapshot.state.fold), since)
-        answer, _ = self._answer(count, original, window, memory, tenant=tenant)
-        return answer  # its repairs were reported with the first answer
-
-    def _memory_first_served(
-        self, key: ConversationKey, first: RecordedTurn, current: Fold | None
-    ) -> Fold | None:
-        """The memory the first answer served, though compaction may have folded since.
-
-        A newer memory would show the model a summary of the retried message and
-        of later ones. A marker from before versions were kept has only the
-        current memory to offer.
-        """
-        version = first.memory_version
-        if version is None:
-            return current
-        found, memory = self._memory_of_version(key, version, current)
-        if not found:
-            # Past its TTL, or written before memories were kept by version: none
-            # rather than one that may summarise the future.
-            self._telemetry.replay_memory_missing(key, version)
-        return memory
 
     def _lifetime_days(self, tenant: TenantRules) -> int:
         return turn_lifetime_days(self._settings.turn_retention_days, tenant.history_days)
@@ -507,14 +423,6 @@ class ConverseService:
         self._telemetry.compaction_enqueued()
 
     # -- helpers -------------------------------------------------------------------
-
-    def _tenant(self, tenant_id: str, caller: Caller) -> TenantRules:
-        tenant = self._rules.current().for_tenant(tenant_id)
-        if tenant is None:
-            raise unknown_tenant(tenant_id)
-        if not caller_may_act_for(tenant, caller.arn, identity_required=caller.identity_required):
-            raise forbidden(tenant_id)
-        return tenant
 
     def _turn(self, message: Incoming, field: str) -> Turn:
         """The turn to record; `field` prefixes its fields' names in refusals ("message." or "")."""
@@ -574,45 +482,3 @@ class ConverseService:
         # Full jitter: parallel writers to one conversation spread out instead of colliding again.
         ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** min(attempt, 8))
         self._sleep(random.uniform(0, ceiling))
-
-
-def rate_limited(wait_seconds: int) -> ApiError:
-    """429, saying when: the same whole seconds in `Retry-After` and in the body."""
-    return ApiError(
-        429,
-        "rate_limited",
-        f"too many messages from this contact; not recorded; retry in {wait_seconds} s",
-        details={"retryAfterSeconds": wait_seconds},
-        headers={"Retry-After": str(wait_seconds)},
-    )
-
-
-def escalation(turn_count: int, turn: Turn) -> dict[str, Any]:
-    return {
-        "decision": "escalate",
-        "reason": "turn_cap",
-        "turnCount": turn_count,
-        "current": turn.as_message(),
-    }
-
-
-def _fold_in_range(fold: Fold | None, since: datetime) -> Fold | None:
-    """A fold whose newest turn is older than the history range is not served."""
-    if fold is None or fold.covers_until < since:
-        return None
-    return fold
-
-
-def memory_view(fold: Fold | None) -> dict[str, Any] | None:
-    if fold is None:
-        return None
-    return {
-        "summary": fold.summary,
-        "coversFrom": format_instant(fold.covers_from),
-        "coversUntil": format_instant(fold.covers_until),
-        "turnsFolded": fold.turns_folded,
-    }
-
-
-def turn_view(turn: Turn) -> dict[str, Any]:
-    return {**turn.as_message(), "id": turn.id, "sentAt": format_instant(turn.sent_at)}

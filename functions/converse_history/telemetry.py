@@ -9,6 +9,8 @@ be a custom metric of its own.
 
 from __future__ import annotations
 
+import hashlib
+
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
@@ -145,3 +147,21 @@ class PowertoolsTelemetry:
     def usage_unreadable(self, key: ConversationKey, reason: str) -> None:
         """The model's reply came with a usage not in Bedrock's shape: recorded without it."""
         self._logger.warning("model_usage_unreadable", extra={**key.log_fields(), "reason": reason})
+
+    def contact_erased(self, key: ConversationKey, items: int, *, complete: bool) -> None:
+        self._logger.info("contact_erased", extra=erasure_fields(key, items, complete=complete))
+        if items:
+            self._metrics.add_metric("ContactsErased", MetricUnit.Count, 1)
+
+    def erasure_continued(self, key: ConversationKey, items: int, *, complete: bool) -> None:
+        self._logger.info(
+            "contact_erasure_continued", extra=erasure_fields(key, items, complete=complete)
+        )
+
+
+def erasure_fields(key: ConversationKey, items: int, *, complete: bool) -> dict[str, object]:
+    """What a log line about an erase says: the tenant, a digest of the contact (its id may
+    be personal data: a phone number), and what was deleted; never what was said. The
+    digest still lets an operator show which request was carried out."""
+    digest = hashlib.sha256(f"{key.tenant_id}\x00{key.contact_id}".encode()).hexdigest()[:16]
+    return {"tenant": key.tenant_id, "contactDigest": digest, "items": items, "complete": complete}

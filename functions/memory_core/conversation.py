@@ -67,12 +67,22 @@ class ConversationState:
     last_window_at: datetime | None = None
     """When the newest message a window was served for arrived: the repairs of turns
     recorded until then were reported with that window (`memory_core.repair_incidents`)."""
+    erased_at: datetime | None = None
+    """The latest erase of the contact: nothing recorded at or before it is served
+    (`memory_core.erasure`)."""
+    listed: bool = False
+    """The conversation has its entry in the tenant's contacts listing."""
 
     @property
     def late_bound(self) -> TurnPosition | None:
         """A turn recorded at or below this position is late: the watermark or a claim passed it."""
         marks = [m for m in (self.watermark, self.folding_through) if m is not None]
         return max(marks) if marks else None
+
+    @property
+    def holds_nothing(self) -> bool:
+        """What an erase leaves: the fence and the locks, no turn recorded since."""
+        return self.erased_at is not None and self.turns_recorded == 0
 
     def is_late(self, position: TurnPosition) -> bool:
         bound = self.late_bound

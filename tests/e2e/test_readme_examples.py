@@ -1,4 +1,5 @@
-"""The README's "Use it from your agent" examples, run as written against the local runner.
+"""The README's "Use it from your agent" and "Your users' data" examples, run as written
+against the local runner.
 
 Each example is read from the README (the code block after its
 `<!-- example: NAME -->` marker) and run with the names a reader supplies:
@@ -6,12 +7,18 @@ the runner's URL, the client's scripted model for Strands, a stubbed Bedrock
 for boto3 (botocore still validates the request against Converse's input
 shape, and the fragment is checked against Bedrock's other rules). The local
 example is complete as written: it runs with only its URL moved to the
-runner's port, and with no AWS configuration at all. So the examples cannot rot.
+runner's port, and with no AWS configuration at all. The data examples' curl
+session runs with curl, each answer compared with the one the README shows
+(ids, times and cursors aside), and the client example prints what the README
+says it prints. So the examples cannot rot.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +29,7 @@ import pytest
 from botocore.stub import Stubber  # type: ignore[import-untyped, unused-ignore]
 
 from conversation_memory_client.scripted import Say, ScriptedModel, UseTool
-from tests.e2e.runner_process import REPO_ROOT, Runner
+from tests.e2e.runner_process import REPO_ROOT, Runner, StartRunner
 from tests.support.converse_validator import converse_problems
 from tests.support.no_aws_configuration import clear_aws_configuration
 from tests.support.strands_tools import look_up
@@ -181,3 +188,92 @@ def test_the_boto3_example_sends_the_fragment_to_bedrock_as_is(
     assert second[0]["content"][0]["text"] == "Is clause 7 still in force?"
     assert second[1]["content"][0]["text"] == "Yes, it is."
     assert recorded_turns(shared_runner, contact) == 4
+
+
+# "Your users' data": the curl session and the client example, on a runner of their own,
+# so that the tenant's listing holds only what they store.
+
+QUICKSTART_ALICE = [
+    ("converse", {"message": {"text": "What are your opening hours?"}}),
+    ("turns", {"role": "assistant", "text": "We are open 9:00 to 17:00, Monday to Friday."}),
+    ("converse", {"message": {"text": "And on Saturdays?"}}),
+]
+"""Alice's conversation as the quickstart's curl session holds it."""
+
+VOLATILE = frozenset({"id", "sentAt", "recordedAt", "lastMessageAt", "erasedAt", "nextCursor"})
+"""Members that differ on every run: ids drawn by the service, times, and cursors."""
+
+
+def console_session(name: str) -> list[tuple[str, str]]:
+    """The example's commands (`$ ...`, with its continuation lines), each with its output."""
+    text = README.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- example: {name} -->\n```console\n(.*?)```", text, re.S)
+    assert found, f"the README has no console example {name!r}"
+    session: list[tuple[str, str]] = []
+    for chunk in re.split(r"^\$ ", found.group(1), flags=re.M)[1:]:
+        lines = chunk.splitlines()
+        command = [lines.pop(0)]
+        while command[-1].endswith("\\"):
+            command.append(lines.pop(0))
+        session.append(("\n".join(command), "\n".join(lines).strip()))
+    return session
+
+
+def printed_by(name: str) -> list[str]:
+    """The lines the README says the example prints: the `text` block after it."""
+    text = README.read_text(encoding="utf-8")
+    found = re.search(
+        rf"<!-- example: {name} -->\n```python\n.*?```.*?```text\n(.*?)```", text, re.S
+    )
+    assert found, f"the README shows no output for the example {name!r}"
+    return found.group(1).splitlines()
+
+
+def steady(value: Any) -> Any:
+    """The JSON with what differs on every run (see VOLATILE) replaced by a mark."""
+    if isinstance(value, dict):
+        return {
+            k: "<varies>" if k in VOLATILE and isinstance(v, str) else steady(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [steady(v) for v in value]
+    return value
+
+
+def test_the_data_examples_run_as_written_against_make_runs_runner(
+    start_runner: StartRunner,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+):
+    if shutil.which("curl") is None or shutil.which("bash") is None:
+        pytest.skip("the curl session needs curl and bash")
+    runner = start_runner()
+    for route, body in QUICKSTART_ALICE:
+        status, _, answer = runner.request("POST", f"/v1/tenants/demo/contacts/alice/{route}", body)
+        assert status in (200, 201), answer
+
+    cursors: dict[str, str] = {}  # the README's cursor -> the one this run was given
+    for written, shown in console_session("data-curl"):
+        assert written.startswith("curl "), written
+        assert "http://127.0.0.1:8000/" in written, "make run's own URL"
+        command = written.replace("http://127.0.0.1:8000", runner.base_url)
+        for readme_cursor, cursor in cursors.items():
+            command = command.replace(readme_cursor, cursor)
+        ran = subprocess.run(
+            ["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True
+        )
+        answered, expected = json.loads(ran.stdout), json.loads(shown)
+        assert steady(answered) == steady(expected), written
+        if isinstance(expected, dict) and expected.get("nextCursor"):
+            cursors[expected["nextCursor"]] = answered["nextCursor"]
+
+    clear_aws_configuration(monkeypatch, tmp_path)
+    code = example("data")
+    assert 'MemoryClient.over_http("http://127.0.0.1:8000")' in code, "make run's own URL"
+    code = code.replace("http://127.0.0.1:8000", runner.base_url)
+    capsys.readouterr()
+    exec(compile(code, "README.md (data)", "exec"), {"__name__": "readme_data"})
+
+    assert capsys.readouterr().out.splitlines() == printed_by("data")

@@ -16,15 +16,22 @@ from typing import Any
 
 import pytest
 
-from tests.infra.conftest import of_type, synthesise
+from tests.infra.conftest import flatten, of_type, synthesise
 
+CONTACTS = "/v1/tenants/{tenantId}/contacts"
+CONTACT = f"{CONTACTS}/{{contactId}}"
 ROUTES = {
-    "/v1/tenants/{tenantId}/contacts/{contactId}/converse": "POST",
-    "/v1/tenants/{tenantId}/contacts/{contactId}/turns": "POST",
-    "/v1/tenants/{tenantId}/contacts/{contactId}/memory": "GET",
+    CONTACTS: "GET",
+    CONTACT: "DELETE",
+    f"{CONTACT}/converse": "POST",
+    f"{CONTACT}/turns": "GET, POST",
+    f"{CONTACT}/memory": "GET",
     "/health": "GET, HEAD",
 }
 """Each route's `Allow`, as the Lambda answers it (tests/integration/test_request_edges.py)."""
+
+DATA_ROUTES = [(f"{CONTACT}/turns", "GET"), (CONTACTS, "GET"), (CONTACT, "DELETE")]
+"""A conversation's data (SPEC 10): its export, the tenant's contacts, the erase."""
 
 GATEWAY_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 """The methods API Gateway's `ANY` stands for."""
@@ -79,6 +86,38 @@ def test_the_lambda_routes_keep_their_proxy_integration(methods):
 def test_every_route_declares_its_methods_and_any_for_the_rest(methods):
     routed = {path: set(declared) for path, declared in methods.items()}
     assert routed == {path: {*allow.split(", "), "ANY"} for path, allow in ROUTES.items()}
+
+
+@pytest.mark.parametrize(("path", "method"), DATA_ROUTES)
+def test_the_data_routes_are_iam_signed_lambda_proxies_like_converse(methods, path, method):
+    """The same Lambda, by the same proxy integration, as converse; the tenant's (and the
+    contact's) id required in the path; `limit` and `cursor` left to the Lambda, which
+    answers 400 naming the field (a gateway refusal would not say which)."""
+    converse = methods[f"{CONTACT}/converse"]["POST"]
+    props = methods[path][method]
+
+    assert props["AuthorizationType"] == "AWS_IAM"
+    assert props["Integration"] == converse["Integration"]
+    assert props["Integration"]["Type"] == "AWS_PROXY"
+    assert props["Integration"]["IntegrationHttpMethod"] == "POST"
+    assert props["RequestValidatorId"] == converse["RequestValidatorId"]
+    ids = ["tenantId", "contactId"] if "{contactId}" in path else ["tenantId"]
+    assert props["RequestParameters"] == {f"method.request.path.{i}": True for i in ids}
+    assert "RequestModels" not in props  # no body to model
+
+
+@pytest.mark.parametrize(("path", "method"), DATA_ROUTES)
+def test_the_lambda_may_be_invoked_for_the_data_routes(resources, path, method):
+    """API Gateway may invoke the Lambda for the route: from the stage and from the
+    console's test invocation, and for that method and path only."""
+    route = "/" + method + re.sub(r"\{[A-Za-z]+\}", "*", path)
+    sources = [
+        flatten(p["Properties"].get("SourceArn"))
+        for p in of_type(resources, "AWS::Lambda::Permission").values()
+    ]
+    routed = [source for source in sources if source.endswith(route)]
+    assert len(routed) == 2, route
+    assert sum("/test-invoke-stage/" in source for source in routed) == 1
 
 
 def test_head_on_health_is_public_and_reaches_the_same_lambda_as_get(methods):
@@ -163,8 +202,18 @@ def test_the_new_methods_are_part_of_the_stages_deployment(resources):
         for name, m in of_type(resources, "AWS::ApiGateway::Method").items()
         if m["Properties"]["HttpMethod"] in ("ANY", "HEAD")
     }
-    assert len(methods) == 5
+    assert len(methods) == 7  # an ANY on each of the six routes, HEAD on health
     assert methods <= set(deployment["DependsOn"])
+
+
+def test_the_data_routes_are_part_of_the_stages_deployment(resources):
+    (deployment,) = of_type(resources, "AWS::ApiGateway::Deployment").values()
+    names = {
+        (resource_path(resources, m["Properties"]["ResourceId"]), m["Properties"]["HttpMethod"]): n
+        for n, m in of_type(resources, "AWS::ApiGateway::Method").items()
+    }
+    for route in DATA_ROUTES:
+        assert names[route] in deployment["DependsOn"], route
 
 
 def test_a_change_of_binary_media_types_alone_makes_a_new_deployment(monkeypatch, resources):

@@ -16,7 +16,8 @@ from tests.infra.conftest import of_type
 API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024
 """API Gateway's REST payload quota (10 MB), which cannot be raised."""
 
-PATH_IDS = {"method.request.path.tenantId": True, "method.request.path.contactId": True}
+TENANT_ID = {"method.request.path.tenantId": True}
+PATH_IDS = {**TENANT_ID, "method.request.path.contactId": True}
 
 
 def _lambda_methods(resources: dict[str, Any]) -> list[dict[str, Any]]:
@@ -24,18 +25,23 @@ def _lambda_methods(resources: dict[str, Any]) -> list[dict[str, Any]]:
         method["Properties"]
         for method in of_type(resources, "AWS::ApiGateway::Method").values()
         if method["Properties"]["Integration"].get("Type") == "AWS_PROXY"
-        and method["Properties"]["HttpMethod"] in ("GET", "POST")
+        and method["Properties"]["HttpMethod"] in ("GET", "POST", "DELETE")
         and "RequestParameters" in method["Properties"]
     ]
 
 
 def test_the_gateway_requires_no_header_so_a_missing_content_type_is_the_lambdas_415(resources):
     """Only the path ids are required parameters: a required `Content-Type` would make the
-    validator answer a POST without one 400, where the Lambda (and the local runner) say 415."""
+    validator answer a POST without one 400, where the Lambda (and the local runner) say 415.
+    Nor is a query string (`limit`, `cursor`): the Lambda answers 400 naming the field."""
     methods = _lambda_methods(resources)
-    assert len(methods) == 3  # converse, turns, memory
+    # converse, record a turn, memory, export, erase; and the tenant's contacts
+    assert len(methods) == 6
+    listings = [m for m in methods if m["RequestParameters"] == TENANT_ID]
+    assert [m["HttpMethod"] for m in listings] == ["GET"]
     for method in methods:
-        assert method["RequestParameters"] == PATH_IDS, method["HttpMethod"]
+        if method not in listings:
+            assert method["RequestParameters"] == PATH_IDS, method["HttpMethod"]
 
 
 def test_the_bodies_are_modelled_as_application_json_only(resources):

@@ -111,7 +111,8 @@ def lambda_integrations(resources: dict[str, Any]) -> dict[str, str]:
 def test_the_api_integrations_invoke_the_alias_not_the_bare_function(resources, history):
     alias = live_alias(resources, history)
     uris = lambda_integrations(resources)
-    assert len(uris) == 5  # converse, turns, memory, GET and HEAD health
+    # converse, turns (POST and GET), memory, the contacts, erase, GET and HEAD health
+    assert len(uris) == 8
     for name, uri in uris.items():
         assert f"/functions/{token(alias)}/invocations" in uri, name
         assert history not in uri, name
@@ -124,8 +125,8 @@ def test_api_gateway_may_invoke_the_alias_and_only_the_alias(resources, history)
         for p in of_type(resources, "AWS::Lambda::Permission").values()
         if p["Properties"]["Principal"] == "apigateway.amazonaws.com"
     ]
-    # One per Lambda route and its console test: five routes.
-    assert len(permissions) == 10
+    # One per Lambda route and its console test: eight routes.
+    assert len(permissions) == 16
     assert all(p["FunctionName"] == {"Ref": alias} for p in permissions)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from adapters.contacts_index import CONTACT_ID_ATTRIBUTE, CONTACTS_INDEX, CONTACTS_SHARD_ATTRIBUTE
+from local.aws_resources import create_table
 from tests.infra.conftest import flatten, of_type
 
 
@@ -46,6 +48,49 @@ def test_the_table_has_ttl_pitr_encryption_and_is_kept_in_production(resources):
     assert table["DeletionPolicy"] == "Retain"
     keys = {k["AttributeName"]: k["KeyType"] for k in props["KeySchema"]}
     assert keys == {"PK": "HASH", "SK": "RANGE"}
+
+
+def test_the_table_has_one_index_the_tenants_contacts_keys_only(resources):
+    """SPEC 10: listing a tenant's contacts reads a sparse KEYS_ONLY index, whose keys the
+    state item gets when a conversation starts; nothing else is projected or indexed."""
+    (table,) = of_type(resources, "AWS::DynamoDB::GlobalTable").values()
+    props = table["Properties"]
+    (index,) = props["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == CONTACTS_INDEX == "contacts"
+    keys = {k["AttributeName"]: k["KeyType"] for k in index["KeySchema"]}
+    assert keys == {CONTACTS_SHARD_ATTRIBUTE: "HASH", CONTACT_ID_ATTRIBUTE: "RANGE"}
+    assert keys == {"contactsShard": "HASH", "contactId": "RANGE"}
+    assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    # On demand: the index has no capacity of its own to set.
+    assert "WriteCapacitySettings" not in index
+    assert "ReadCapacity" not in json.dumps(props["Replicas"])
+    types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
+    assert types == {"PK": "S", "SK": "S", "contactsShard": "S", "contactId": "S"}
+
+
+def test_the_local_table_declares_the_same_index_as_the_stack(resources):
+    """local/aws_resources.py builds the table of `make run` and the integration tests:
+    its index must be the one deployed, or the listing would pass locally and fail in AWS."""
+    calls: list[dict[str, Any]] = []
+
+    class Recorder:
+        def create_table(self, **kwargs: Any) -> None:
+            calls.append(kwargs)
+
+        def get_waiter(self, name: str) -> Any:
+            return type("Waiter", (), {"wait": staticmethod(lambda **_: None)})()
+
+        def update_time_to_live(self, **kwargs: Any) -> None:
+            pass
+
+    create_table(Recorder(), "local")
+
+    (local,) = calls
+    (table,) = of_type(resources, "AWS::DynamoDB::GlobalTable").values()
+    deployed = table["Properties"]
+    assert local["BillingMode"] == deployed["BillingMode"] == "PAY_PER_REQUEST"
+    assert local["GlobalSecondaryIndexes"] == deployed["GlobalSecondaryIndexes"]
+    assert local["AttributeDefinitions"] == deployed["AttributeDefinitions"]
 
 
 # -- compaction ------------------------------------------------------------------------
@@ -101,6 +146,9 @@ def test_both_functions_run_python_3_13_on_arm64_traced_with_the_powertools_laye
     history = function(resources, HISTORY)["Properties"]["Environment"]["Variables"]
     assert history["RULES_SOURCE"] == "appconfig"
     assert history["CALLER_IDENTITY"] == "required"
+    # Both send to the compaction queue: the compactor queues the rest of a long erase again.
+    compactor = function(resources, COMPACTOR)["Properties"]["Environment"]["Variables"]
+    assert compactor["COMPACTION_QUEUE_URL"] == history["COMPACTION_QUEUE_URL"]
 
 
 def test_each_function_has_a_log_group_with_retention(resources):
@@ -129,6 +177,67 @@ def actions_on(statements: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
+def grants(statements: list[dict[str, Any]], service: str) -> dict[str, set[str]]:
+    """Resource (as text) -> every action of `service` granted on it."""
+    found: dict[str, set[str]] = {}
+    for statement in statements:
+        assert statement["Effect"] == "Allow", statement
+        for resource in as_list(statement["Resource"]):
+            actions = {a for a in as_list(statement["Action"]) if a.startswith(f"{service}:")}
+            if actions:
+                found.setdefault(flatten(resource), set()).update(actions)
+    return found
+
+
+def table_arn(resources: dict[str, Any]) -> str:
+    (table,) = of_type(resources, "AWS::DynamoDB::GlobalTable")
+    return flatten({"Fn::GetAtt": [table, "Arn"]})
+
+
+def test_the_converse_role_has_exactly_its_table_actions_and_the_index_query(resources):
+    """Converse, record, memory (SPEC 5, 7) and the data routes (SPEC 10): an export reads
+    turns in batches, an erase deletes one by one and in batches, the contacts listing
+    queries the index and nothing else does. TransactWriteItems needs its items' actions."""
+    table = table_arn(resources)
+    dynamodb = grants(statements_of(resources, HISTORY), "dynamodb")
+    assert dynamodb == {
+        table: {
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:ConditionCheckItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:BatchWriteItem",
+        },
+        f"{table}/index/contacts": {"dynamodb:Query"},
+    }
+
+
+def test_the_compactor_role_can_commit_a_fold_and_continue_an_erasure(resources):
+    """The fold's commit is a transaction that updates the state and puts the fold's kept
+    copy (adapters/dynamodb_fold_commit.py): without PutItem every fold would be refused.
+    An erasure continued from the queue deletes, and re-enqueues what it cannot finish."""
+    statements = statements_of(resources, COMPACTOR)
+    assert grants(statements, "dynamodb") == {
+        table_arn(resources): {
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:PutItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:BatchWriteItem",
+        },
+    }
+    sqs = grants(statements, "sqs")
+    sends = [resource for resource, actions in sqs.items() if "sqs:SendMessage" in actions]
+    (queue,) = [resource for resource, actions in sqs.items() if "sqs:ReceiveMessage" in actions]
+    assert sends == [queue]  # its own queue, the one it reads; not the dead letters
+    assert "CompactionQueue" in queue
+
+
 def test_each_function_has_its_own_role_scoped_to_its_resources(resources):
     history_role = function(resources, HISTORY)["Properties"]["Role"]
     compactor_role = function(resources, COMPACTOR)["Properties"]["Role"]
@@ -142,12 +251,13 @@ def test_each_function_has_its_own_role_scoped_to_its_resources(resources):
     assert "configuration/" in history["appconfig:GetLatestConfiguration"]
     assert "bedrock:InvokeModel" not in history
     assert "foundation-model/amazon.nova-lite-v1:0" in compactor["bedrock:InvokeModel"]
-    assert "dynamodb:PutItem" not in compactor
-    # The compactor's store calls: the state, the newer turns, the late ones, the commit.
-    for action in ("GetItem", "Query", "BatchGetItem", "UpdateItem"):
+    # The compactor's store calls: the state, the newer turns, the late ones, the commit
+    # (an update and the fold's kept copy); an erasure's continuation deletes.
+    for action in ("GetItem", "Query", "BatchGetItem", "UpdateItem", "PutItem", "DeleteItem"):
         assert table in compactor[f"dynamodb:{action}"]
-    assert "sqs:SendMessage" not in compactor
+    assert "CompactionQueue" in compactor["sqs:SendMessage"]  # an erasure continued
     assert "sqs:ReceiveMessage" in compactor
+    assert "appconfig:GetLatestConfiguration" not in compactor
 
 
 def test_no_statement_grants_a_wildcard_action(resources):
@@ -195,6 +305,9 @@ def test_every_route_but_health_requires_iam_and_bodies_are_validated(resources)
     assert by_path[("POST", "converse")]["AuthorizationType"] == "AWS_IAM"
     assert by_path[("POST", "turns")]["AuthorizationType"] == "AWS_IAM"
     assert by_path[("GET", "memory")]["AuthorizationType"] == "AWS_IAM"
+    assert by_path[("GET", "turns")]["AuthorizationType"] == "AWS_IAM"
+    assert by_path[("GET", "contacts")]["AuthorizationType"] == "AWS_IAM"
+    assert by_path[("DELETE", "{contactId}")]["AuthorizationType"] == "AWS_IAM"
     assert by_path[("GET", "health")]["AuthorizationType"] == "NONE"
     for route in (("POST", "converse"), ("POST", "turns")):
         assert "RequestValidatorId" in by_path[route]

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from adapters.conversation_store import ConversationKey, ConversationStore, format_instant
 from adapters.dynamodb_items import STATED_SENT_AT_ATTRIBUTE
 from adapters.dynamodb_store import DynamoDBConversationStore
-from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.access import Caller
+from converse_history.service import ConverseService, Incoming
 from memory_core.settings import load_settings
 from memory_core.window import NO_QUESTION_MARKER
 from tests.integration.conftest import TABLE

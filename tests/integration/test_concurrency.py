@@ -10,7 +10,8 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from converse_history.service import Caller, Incoming
+from converse_history.access import Caller
+from converse_history.service import Incoming
 from local.aws_resources import create_queues, create_table
 from local.emulator import Emulator
 from tests.integration.conftest import QUEUE, TABLE, minutes_ago

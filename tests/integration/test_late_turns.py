@@ -23,7 +23,8 @@ from moto import mock_aws
 from adapters.conversation_store import ConversationKey
 from adapters.dynamodb_store import DynamoDBConversationStore
 from adapters.summariser import OfflineSummariser, Summary
-from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.access import Caller
+from converse_history.service import ConverseService, Incoming
 from local.aws_resources import create_table
 from memory_core.settings import load_settings
 from memory_core.turns import Turn

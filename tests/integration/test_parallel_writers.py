@@ -29,7 +29,8 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from adapters.conversation_store import ConversationKey
-from converse_history.service import Caller, Incoming
+from converse_history.access import Caller
+from converse_history.service import Incoming
 from local.aws_resources import create_queues, create_table
 from local.emulator import Emulator
 from memory_core.tokens import estimate_turn_tokens

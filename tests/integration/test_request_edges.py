@@ -22,6 +22,8 @@ TENANT = "/v1/tenants/acme/contacts/c1"
 CONVERSE = f"{TENANT}/converse"
 TURNS = f"{TENANT}/turns"
 MEMORY = f"{TENANT}/memory"
+CONTACT = TENANT  # the contact itself: DELETE erases it
+CONTACTS = "/v1/tenants/acme/contacts"
 
 
 def send(
@@ -262,7 +264,9 @@ def test_the_shared_parser_keeps_its_other_refusals(api, raw, reason):
 
 WRONG_METHODS = [
     *((method, CONVERSE, "POST") for method in ("GET", "PUT", "DELETE", "PATCH", "OPTIONS")),
-    *((method, TURNS, "POST") for method in ("GET", "PUT", "DELETE", "PATCH")),
+    *((method, TURNS, "GET, POST") for method in ("PUT", "DELETE", "PATCH")),
+    *((method, CONTACT, "DELETE") for method in ("GET", "POST", "PUT", "PATCH")),
+    *((method, CONTACTS, "GET") for method in ("POST", "PUT", "DELETE", "PATCH")),
     *((method, MEMORY, "GET") for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS")),
     *((method, "/health", "GET, HEAD") for method in ("POST", "PUT", "DELETE", "PATCH")),
     ("HEAD", CONVERSE, "POST"),
@@ -286,7 +290,7 @@ def test_a_wrong_method_on_a_known_path_is_405_with_allow(api, method, path, all
     ("method", "path"),
     [
         ("GET", "/nothing"),
-        ("DELETE", "/v1/tenants/acme/contacts/c1"),
+        ("DELETE", "/v1/tenants/acme"),
         ("GET", f"{TENANT}/converse/more"),
         ("POST", "/health/deep"),
         ("HEAD", "/"),

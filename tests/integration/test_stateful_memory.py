@@ -4,10 +4,14 @@ Hypothesis drives one conversation through random sequences of contact
 messages (sometimes with an id, sometimes a retry of an earlier id, sometimes
 delivered late), agent replies (on time or late), id reuse with other
 content, compactions (at once, or only for the queued requests), clock jumps
-(minutes to 31 days) and messages from the future, on the in-memory store.
-After every step the store, the conversation state, the memory route and
-every answer are compared with `tests/support/reference_model.py`, a naive
-model written from the spec.
+(minutes to 31 days), messages from the future, and erases of the contact
+(SPEC 10: at any point, from inside a compaction, with a deletion budget that
+sometimes leaves the rest to queued continuations, and ids of the erased
+conversation sent again), on the in-memory store. After every step the
+store, the conversation state, the memory route, the export and every answer
+are compared with `tests/support/reference_model.py`, a naive model written
+from the spec: nothing recorded before the latest erase is ever served, and
+once no deletion is pending the store holds nothing else.
 
 The conversation's clock (`sentAt`) is passed explicitly, and the service's
 and the store's wall clock (the 5-minute future check, the TTL, the lease)
@@ -22,6 +26,8 @@ this machine found: each one a bug fixed since.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
@@ -33,12 +39,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from adapters.conversation_store import ConversationKey
-from adapters.summariser import OfflineSummariser
+from adapters.dynamodb_items import STATE_SK, fold_sort_key, marker_sort_key, turn_sort_key
+from adapters.summariser import OfflineSummariser, Summary
+from converse_history.access import Caller
+from converse_history.erase import ITEMS_PER_INVOCATION, ContactErasure, ErasureDeletion
 from converse_history.errors import ApiError
-from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.export import TurnsExport
+from converse_history.service import ConverseService, Incoming
+from memory_core.conversation import Fold
 from memory_core.rules import RulesDocument, parse_rules
 from memory_core.settings import load_settings
-from memory_core.turns import Role
+from memory_core.turns import Role, Turn, TurnPosition
 from tests.support.in_memory_store import InMemoryConversationStore
 from tests.support.reference_model import (
     ExpectedWindow,
@@ -118,6 +129,17 @@ LATENESS = st.one_of(
     ),
 )
 
+# An erase deletes at most this many items before it queues the rest: the production
+# budget (everything at once, here), or a handful (the rest left to continuations).
+BUDGETS = st.one_of(st.just(ITEMS_PER_INVOCATION), st.integers(1, 6))
+EXPORT_PAGE = 3
+"""The export read in pages this long, so that its cursors are followed too."""
+TAG = re.compile(r"<\d+>")
+"""Every text starts with its serial, `<n>`, where it is long enough to hold it."""
+# A compaction's steps an erase may come between: its claim of the turns it read, its
+# summariser call, its commit.
+STAGES = st.sampled_from(["claim", "summarise", "commit"])
+
 # The deep profile (HYPOTHESIS_PROFILE=deep) sets the number of examples; by
 # default the run is bounded to stay within the suite's time budget.
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
@@ -133,6 +155,84 @@ class OneTenant:
 
     def current(self) -> RulesDocument:
         return self._rules
+
+
+class Interruption:
+    """Something to run once, when a compaction reaches a given step (an erase, here)."""
+
+    def __init__(self) -> None:
+        self._stage: str | None = None
+        self._action: Callable[[], None] = lambda: None
+
+    def arm(self, stage: str, action: Callable[[], None]) -> None:
+        self._stage, self._action = stage, action
+
+    def reached(self, stage: str) -> None:
+        if stage == self._stage:
+            self._stage = None
+            self._action()
+
+    def disarm(self) -> None:
+        self._stage = None
+
+
+class InterruptibleStore(InMemoryConversationStore):
+    """The in-memory store, interrupted as a compaction claims its turns or commits."""
+
+    def __init__(self, interruption: Interruption, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._interruption = interruption
+
+    def claim(
+        self,
+        key: ConversationKey,
+        through: TurnPosition,
+        *,
+        expected_version: int,
+        expected_recorded: int,
+    ) -> bool:
+        self._interruption.reached("claim")
+        return super().claim(
+            key, through, expected_version=expected_version, expected_recorded=expected_recorded
+        )
+
+    def commit_fold(
+        self,
+        key: ConversationKey,
+        fold: Fold | None,
+        *,
+        watermark: TurnPosition | None,
+        late_passed: int,
+        expected_version: int,
+        passed_tokens: int,
+        passed_turns: int,
+    ) -> bool:
+        self._interruption.reached("commit")
+        return super().commit_fold(
+            key,
+            fold,
+            watermark=watermark,
+            late_passed=late_passed,
+            expected_version=expected_version,
+            passed_tokens=passed_tokens,
+            passed_turns=passed_turns,
+        )
+
+
+class InterruptibleSummariser:
+    """The offline summariser, interrupted as it is called."""
+
+    def __init__(self, interruption: Interruption) -> None:
+        self._interruption = interruption
+        self._summariser = OfflineSummariser()
+
+    def summarise(self, previous: str | None, turns: Sequence[Turn], max_tokens: int) -> Summary:
+        self._interruption.reached("summarise")
+        return self._summariser.summarise(previous, turns, max_tokens)
+
+
+def _position(turn: RefTurn) -> TurnPosition:
+    return TurnPosition(turn.sent_at, turn.recorded_at, turn.id)
 
 
 def instant(value: datetime) -> str:
@@ -160,13 +260,17 @@ class MemoryMachine(RuleBasedStateMachine):
         super().__init__()
         self.wall = START
         self.last_sent: datetime | None = None
-        self.store = InMemoryConversationStore(LIMITS.retention_days, clock=self._clock)
+        self.interruption = Interruption()
+        self.store = InterruptibleStore(
+            self.interruption, turn_retention_days=LIMITS.retention_days, clock=self._clock
+        )
         self.queue = CollectingQueue()
         self.observed = Observed()
+        self.tenants = OneTenant()
         self.service = ConverseService(
             store=self.store,
             queue=self.queue,  # type: ignore[arg-type]
-            rules=OneTenant(),
+            rules=self.tenants,
             settings=SETTINGS,
             telemetry=self.observed,
             clock=self._clock,
@@ -174,14 +278,20 @@ class MemoryMachine(RuleBasedStateMachine):
         )
         self.compactor = Compactor(
             store=self.store,
-            summariser=OfflineSummariser(),
+            summariser=InterruptibleSummariser(self.interruption),
             settings=SETTINGS,
             telemetry=self.observed,
             wall_clock=self._clock,
         )
+        self.export = TurnsExport(store=self.store, rules=self.tenants)
         self.ref = ReferenceConversation(LIMITS)
         self.contact_ids: list[str] = []
         self.reply_ids: list[str] = []
+        self.erased_turns: dict[str, RefTurn] = {}
+        """The turns of the conversations erased so far, by id, in the order they were erased
+        (one sent again leaves)."""
+        self.erased_tags: set[str] = set()
+        """The serials of the erased turns' texts: none may be served again."""
         self.serial = 0
         self.steps = 0
 
@@ -205,12 +315,20 @@ class MemoryMachine(RuleBasedStateMachine):
         self.serial += 1
         return (f"<{self.serial}>" + fill * size)[:size]
 
+    def _after_the_erase(self, recorded_at: datetime) -> bool:
+        fence = self.ref.erased_at
+        return fence is None or recorded_at > fence
+
     def _stored(self) -> list[tuple[str, str, str, datetime, int]]:
+        """The turns stored since the latest erase (the erased ones may still wait for their
+        deletion), as (id, role, text, sentAt, tokens), in position order."""
         conversation = self.store._conversations.get(KEY)
         if conversation is None:
             return []
         rows: list[tuple[str, str, str, datetime, int]] = []
         for position in conversation.positions:
+            if not self._after_the_erase(position.recorded_at):
+                continue
             stored = conversation.turns[position]
             turn = stored.turn
             assert position == turn.position
@@ -230,11 +348,93 @@ class MemoryMachine(RuleBasedStateMachine):
     def _compact_once(self) -> None:
         before = self._stored()
         result = self.compactor.compact(KEY)
+        self._compacted(result.turns_folded, result.outcome, before)
+
+    def _compacted(
+        self, turns_folded: int, outcome: Outcome, before: list[tuple[Any, ...]]
+    ) -> None:
+        """A compaction ran whole: the reference's runs too, and they agree."""
         folded = self.ref.compact(self.wall)
-        assert result.turns_folded == folded
-        assert result.outcome == (Outcome.FOLDED if folded else Outcome.NOTHING_TO_FOLD)
+        assert turns_folded == folded
+        assert outcome == (Outcome.FOLDED if folded else Outcome.NOTHING_TO_FOLD)
         # Compaction never deletes or edits a turn.
         assert self._stored() == before
+
+    def _covered(self, erased_at: datetime, folds_below: int) -> list[str]:
+        """The items a fence covers that are still stored: its deletion's part."""
+        conversation = self.store._conversations.get(KEY)
+        if conversation is None:
+            return []
+        keys = [turn_sort_key(p) for p in conversation.positions if p.recorded_at <= erased_at]
+        keys += [
+            marker_sort_key(turn_id)
+            for turn_id, marker in conversation.markers.items()
+            if marker.position.recorded_at <= erased_at
+        ]
+        keys += [fold_sort_key(version) for version in conversation.folds if version < folds_below]
+        return sorted(keys)
+
+    def _erase(self, budget: int) -> list[str]:
+        """The contact erased (SPEC 10), `budget` items deleted at most before the rest is
+        queued; the reference starts anew. The store's item keys right after."""
+        before = self.store.item_keys(KEY)
+        live = self._stored()
+        queued = len(self.queue.erasures)
+        self._arrive()
+        deletion = ErasureDeletion(
+            store=self.store,
+            queue=self.queue,
+            telemetry=self.observed,
+            items_per_invocation=budget,
+        )
+        erasure = ContactErasure(
+            store=self.store,
+            rules=self.tenants,
+            deletion=deletion,
+            telemetry=self.observed,
+            clock=self._clock,
+        ).erase(TENANT, CONTACT, CALLER)
+        erased = list(self.ref.turns)
+        fence = self.ref.erase(self.wall)
+        after = self.store.item_keys(KEY)
+        assert self.observed.erased[-1] == (erasure.items, erasure.complete)
+        assert erasure.status == (200 if erasure.complete else 202)
+        if fence is None:  # nothing was ever stored
+            assert (erasure.items, erasure.complete, erasure.erased_at) == (0, True, self.wall)
+            assert before == after == []
+            return after
+        assert erasure.erased_at == fence
+        fenced_now = fence == self.wall  # else the fence of an erase with nothing since
+        assert fenced_now == bool(erased) == bool(live)
+        # Deleted: what the fence covers, up to the budget, and the state (replaced) once.
+        assert set(after) <= set(before)
+        assert STATE_SK in after
+        assert erasure.items == len(before) - len(after) + int(fenced_now)
+        assert erasure.items - int(fenced_now) <= budget
+        assert erasure.complete == (after == [STATE_SK])
+        assert erasure.complete == (not self._covered(fence, self.ref.compactions))
+        assert len(self.queue.erasures) - queued == int(not erasure.complete)
+        if not erasure.complete:
+            key, queued_fence = self.queue.erasures[-1]
+            assert key == KEY
+            assert (queued_fence.erased_at, queued_fence.folds_below) == (
+                fence,
+                self.ref.compactions,
+            )
+        # The erased conversation's ids are forgotten: each is a new message if sent again.
+        for turn in erased:
+            self.erased_turns[turn.id] = turn
+            tag = TAG.match(turn.text)
+            if tag:
+                self.erased_tags.add(tag.group())
+        self.contact_ids.clear()
+        self.reply_ids.clear()
+        return after
+
+    def _never_erased(self, text: str) -> None:
+        """No text of an erased turn is served again (each holds its serial, if long enough)."""
+        served = set(TAG.findall(text)) & self.erased_tags
+        assert not served, f"erased turns served again: {sorted(served)}"
 
     # -- rules -----------------------------------------------------------------------
 
@@ -261,8 +461,10 @@ class MemoryMachine(RuleBasedStateMachine):
         self.steps += 1
         self._converse(self.wall - late - HALF_SECOND, self._text(size, fill), given_id=True)
 
-    def _converse(self, sent_at: datetime, text: str, given_id: bool) -> None:
-        turn_id = f"q{self.serial}" if given_id else None
+    def _converse(
+        self, sent_at: datetime, text: str, given_id: bool, turn_id: str | None = None
+    ) -> None:
+        turn_id = turn_id or (f"q{self.serial}" if given_id else None)
         before = self._stored_ids()
         gaps, queued = len(self.observed.gaps), len(self.queue.requests)
         self._arrive()
@@ -273,7 +475,7 @@ class MemoryMachine(RuleBasedStateMachine):
         if turn_id is not None:
             assert stored_id == turn_id
             self.contact_ids.append(turn_id)
-        turn = RefTurn(stored_id, "user", text, sent_at, self.wall)
+        turn = self.ref.placed(RefTurn(stored_id, "user", text, sent_at, self.wall))
         expected = self.ref.contact(turn, self.wall)
         assert answer["turnCount"] == expected.turn_count
         assert answer["decision"] == expected.decision
@@ -367,14 +569,15 @@ class MemoryMachine(RuleBasedStateMachine):
         if turn_id is not None:
             assert stored_id == turn_id
             self.reply_ids.append(turn_id)
+        turn = self.ref.placed(RefTurn(stored_id, "assistant", text, sent_at, self.wall))
         assert answer["turn"] == {
             "role": "assistant",
             "content": [{"text": text}],
             "id": stored_id,
-            "sentAt": instant(sent_at),
+            "sentAt": instant(turn.sent_at),
         }
         assert len(self.queue.requests) == queued
-        self.ref.reply(RefTurn(stored_id, "assistant", text, sent_at, self.wall), self.wall)
+        self.ref.reply(turn, self.wall)
 
     @precondition(lambda self: self.last_sent is not None)
     @rule(size=SIZES, fill=FILLS)
@@ -437,11 +640,114 @@ class MemoryMachine(RuleBasedStateMachine):
         assert refused.value.status == 422
         assert self._stored() == before
 
+    @rule(budget=BUDGETS)
+    def erase(self, budget: int) -> None:
+        """The contact erased: a new conversation from here on, even before the deletion
+        of the old one finishes (a small budget leaves the rest queued)."""
+        self.steps += 1
+        self._erase(budget)
+
+    @precondition(lambda self: self.queue.erasures)
+    @rule(budget=BUDGETS)
+    def deliver_erase_continuations(self, budget: int) -> None:
+        """The rests of erases carried on from the queue (each queues its own rest again)."""
+        self.steps += 1
+        pending, self.queue.erasures = self.queue.erasures, []
+        deletion = ErasureDeletion(
+            store=self.store,
+            queue=self.queue,
+            telemetry=self.observed,
+            items_per_invocation=budget,
+        )
+        for key, fence in pending:
+            assert key == KEY
+            before, live = self.store.item_keys(KEY), self._stored()
+            deleted = deletion.carry_on(key, fence)
+            after = self.store.item_keys(KEY)
+            assert self.observed.erasures_continued[-1] == (deleted.items, deleted.complete)
+            assert set(after) <= set(before)
+            assert deleted.items == len(before) - len(after) <= budget
+            assert deleted.complete == (not self._covered(fence.erased_at, fence.folds_below))
+            assert (self.queue.erasures[-1:] == [(key, fence)]) != deleted.complete
+            # What followed the erase stays.
+            assert self._stored() == live
+            assert STATE_SK in after
+
+    @rule(stage=STAGES, budget=BUDGETS)
+    def erase_during_a_compaction(self, stage: str, budget: int) -> None:
+        """A compaction that read the conversation before an erase and goes on after it
+        (the erase comes as it claims, summarises or commits) writes nothing back: its claim
+        fails and it finds nothing left, or its commit fails."""
+        self.steps += 1
+        before = self._stored()
+        erased: list[list[str]] = []
+        self.interruption.arm(stage, lambda: erased.append(self._erase(budget)))
+        try:
+            result = self.compactor.compact(KEY)
+        finally:
+            self.interruption.disarm()
+        if not erased:
+            # It never got that far (nothing to claim, or to summarise): it ran whole, and
+            # the erase follows it.
+            self._compacted(result.turns_folded, result.outcome, before)
+            self._erase(budget)
+            return
+        assert result.turns_folded == 0
+        expected = Outcome.NOTHING_TO_FOLD if stage == "claim" else Outcome.LOST_RACE
+        assert result.outcome is expected, (stage, result.outcome)
+        # Nothing written: the store holds what the erase left (its state, its rest).
+        assert self.store.item_keys(KEY) == erased[0]
+
+    @precondition(lambda self: self.erased_turns)
+    @rule(
+        pick=st.integers(0, 10_000),
+        via=st.sampled_from(["converse", "record"]),
+        same_words=st.booleans(),
+        original_time=st.booleans(),
+        size=SIZES,
+        fill=FILLS,
+        tick=TICKS,
+    )
+    def send_an_erased_id_again(
+        self,
+        *,
+        pick: int,
+        via: str,
+        same_words: bool,
+        original_time: bool,
+        size: int,
+        fill: str,
+        tick: timedelta,
+    ) -> None:
+        """An id of an erased conversation sent again, with its words (a retry, say) or
+        others, as a question or a reply: a new message, never a replay nor refused."""
+        self.steps += 1
+        # In the order they were erased: never by id, which the service may have generated
+        # at random, and the pick would not replay.
+        ids = list(self.erased_turns)
+        old = self.erased_turns.pop(ids[pick % len(ids)])
+        if same_words:
+            text = old.text
+            tag = TAG.match(text)
+            if tag:
+                self.erased_tags.discard(tag.group())  # the new message's words now
+        else:
+            text = self._text(size, fill)
+        # Its first time, if not so old that it would be past its TTL on arrival.
+        recent = self.wall - old.sent_at < timedelta(days=LIMITS.retention_days - 1)
+        sent_at = old.sent_at if original_time and recent else self._next_instant(tick)
+        if via == "converse":
+            self._converse(sent_at, text, given_id=True, turn_id=old.id)
+        else:
+            self._reply(sent_at, text, given_id=True, turn_id=old.id)
+
     # -- per-answer checks -----------------------------------------------------------
 
     def _check_window(self, answer: dict[str, Any], expected: ExpectedWindow, current: str) -> None:
         history = answer["history"]
         blocks = [blocks_of(message) for message in history]
+        for text in (text for b in blocks for text in b):
+            self._never_erased(text)
         # Structure, read off the answer alone.
         assert len(history) <= LIMITS.window_messages
         if history:
@@ -475,6 +781,7 @@ class MemoryMachine(RuleBasedStateMachine):
             assert memory is None
             return
         assert memory is not None
+        self._never_erased(memory["summary"])
         assert memory["turnsFolded"] == expected.turns_folded
         assert memory["coversUntil"] == instant(expected.covers_until)
         assert memory["coversFrom"] == instant(expected.covers_from)
@@ -487,16 +794,85 @@ class MemoryMachine(RuleBasedStateMachine):
         expected = [(t.id, t.role, t.text, t.sent_at, t.tokens) for t in self.ref.turns]
         assert self._stored() == expected
         conversation = self.store._conversations.get(KEY)
-        markers = set(conversation.markers) if conversation else set()
+        markers = {
+            turn_id
+            for turn_id, marker in (conversation.markers.items() if conversation else ())
+            if self._after_the_erase(marker.position.recorded_at)
+        }
         assert markers == {t.id for t in self.ref.turns}
+
+    @invariant()
+    def the_store_holds_only_what_followed_the_latest_erase(self) -> None:
+        """Once no erase's deletion is pending, the store holds the items of the turns
+        recorded since the latest erase (the turn, its id's marker), the memories written
+        since (their kept copies), the state, and nothing else; while one is pending, what
+        else it holds is what an erase covers."""
+        keys = self.store.item_keys(KEY)
+        expected = [turn_sort_key(_position(t)) for t in self.ref.turns]
+        expected += [marker_sort_key(t.id) for t in self.ref.turns]
+        expected += [fold_sort_key(version) for version in self.ref.fold_versions]
+        expected += [STATE_SK] if self.ref.state_written else []
+        if not self.queue.erasures:
+            assert keys == sorted(expected)
+            return
+        assert set(expected) <= set(keys)
+        fence = self.ref.erased_at
+        assert fence is not None
+        left = set(self._covered(fence, self.ref.compactions))
+        assert set(keys) - set(expected) <= left
+
+    @invariant()
+    def the_export_serves_the_turns_since_the_latest_erase(self) -> None:
+        """SPEC 10's export: every retained turn since the latest erase, exactly as recorded,
+        oldest first, page after page; 404 when nothing was recorded since."""
+        if not self.ref.turns:
+            with pytest.raises(ApiError) as refused:
+                self.export.page(TENANT, CONTACT, CALLER, limit=EXPORT_PAGE, cursor=None)
+            assert refused.value.status == 404
+            return
+        exported: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = self.export.page(TENANT, CONTACT, CALLER, limit=EXPORT_PAGE, cursor=cursor)
+            assert len(page["turns"]) <= EXPORT_PAGE
+            exported += page["turns"]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+            assert len(page["turns"]) == EXPORT_PAGE
+        retained = [t for t in self.ref.turns if not self.ref.expired(t.sent_at, self.wall)]
+        assert [
+            (
+                e["id"],
+                e["role"],
+                e["content"],
+                e["sentAt"],
+                e["recordedAt"],
+                e.get("statedSentAt"),
+            )
+            for e in exported
+        ] == [
+            (
+                t.id,
+                t.role,
+                [{"text": t.text}],
+                instant(t.sent_at),
+                instant(t.recorded_at),
+                instant(t.stated_sent_at) if t.stated_sent_at else None,
+            )
+            for t in retained
+        ]
+        for e in exported:
+            self._never_erased(texts_of(e))
 
     @invariant()
     def state_agrees_with_the_reference(self) -> None:
         state = self.store.state(KEY)
-        if not self.ref.turns:
+        if not self.ref.state_written:
             assert state is None
             return
         assert state is not None
+        assert state.erased_at == self.ref.erased_at
         assert state.streak.count == self.ref.streak_count
         assert state.streak.last_contact_at == self.ref.last_contact
         assert state.version == self.ref.contact_commits

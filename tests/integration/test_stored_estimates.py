@@ -15,7 +15,8 @@ import pytest
 from adapters.conversation_store import ConversationKey
 from adapters.dynamodb_items import COST_UNITS_ATTRIBUTE, TEXT_CUT_ATTRIBUTE
 from adapters.dynamodb_store import DynamoDBConversationStore
-from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.access import Caller
+from converse_history.service import ConverseService, Incoming
 from memory_core.settings import load_settings
 from tests.integration.conftest import TABLE
 from tests.support.simulation import CollectingQueue, Observed, SimulatedClock, StaticRules

@@ -23,8 +23,11 @@ def test_a_mapped_caller_acts_for_its_tenant(guarded):
         lambda api, who: api.converse("let me in", tenant="other", caller=who),
         lambda api, who: api.reply("let me in", tenant="other", caller=who),
         lambda api, who: api.request("GET", "/v1/tenants/other/contacts/c1/memory", caller=who),
+        lambda api, who: api.request("GET", "/v1/tenants/other/contacts/c1/turns", caller=who),
+        lambda api, who: api.request("GET", "/v1/tenants/other/contacts", caller=who),
+        lambda api, who: api.request("DELETE", "/v1/tenants/other/contacts/c1", caller=who),
     ],
-    ids=["converse", "record", "memory"],
+    ids=["converse", "record", "memory", "export", "contacts", "erase"],
 )
 def test_a_caller_of_tenant_a_asking_for_tenant_b_gets_403_and_nothing_is_touched(
     guarded, request_for

@@ -1,4 +1,4 @@
-"""A small reference model of one conversation, written from the spec (sections 3-6).
+"""A small reference model of one conversation, written from the spec (sections 3-6, 10).
 
 It is deliberately naive: plain lists of turns, indexes instead of lazy
 readers, and every figure recomputed from scratch on each call. It imports
@@ -19,17 +19,27 @@ watermark move past it) and `late` (recorded after compaction had passed its
 position: it waits on the late list, held by neither the fold nor, once old
 enough, the window, until the next compaction folds it; docs/decisions.md,
 "late turns").
+
+An erase (SPEC 10) starts the conversation anew: no turns, no memory, no
+streak, the counters at zero and every id forgotten (sent again, it is a new
+message), and a turn recorded in the new conversation is placed after the
+erase's fence (at its next instant, the `sentAt` it gave kept as its stated
+one) if it was sent at or before it. What the store still holds of the erased conversation until its
+deletion finishes is the test's to check, not the model's: the model keeps
+only the fence (`erased_at`) and what the state item's versions moved by.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 MARKER = "… {} tokens omitted …"
 EXCHANGE_MARKER = "… {} messages of this exchange omitted …"
 NO_QUESTION_MARKER = "… the question that opened this exchange is not in the history …"
 TRIM_CONSTANT_TOKENS = 400
+INSTANT = timedelta(microseconds=1)
+"""The finest step of a stored instant: an erase's fence, and the first instant after it."""
 Position = tuple[datetime, datetime, str]
 """`sentAt`, then the arrival (the service's clock when it was recorded), then the id."""
 
@@ -129,6 +139,8 @@ class RefTurn:
     text: str
     sent_at: datetime
     recorded_at: datetime
+    stated_sent_at: datetime | None = None
+    """The `sentAt` it gave, where it was placed elsewhere (after an erase's fence)."""
 
     @property
     def position(self) -> Position:
@@ -255,15 +267,23 @@ class ReferenceConversation:
     watermark: Position | None = None
     """Compaction has dealt with every turn up to here (folded, or passed over as expired)."""
     compactions: int = 0
-    """Compaction commits, the watermark-only ones included."""
+    """Compaction commits, the watermark-only ones included, and erases (a compaction in
+    flight across one must not commit)."""
     streak_count: int = 0
     last_contact: datetime | None = None
     contact_commits: int = 0
+    """The state's version: converse commits, and erases (the fence is written over it)."""
     lease_until: int | None = None
     first_answers: dict[str, FirstAnswer] = field(default_factory=dict)
     state_expiry: int | None = None
     """The state lives the retention past its latest write (or that turn's sentAt, if later):
     a late turn must not bring the expiry of the fold and the counters forward."""
+    erased_at: datetime | None = None
+    """The latest erase's fence: nothing recorded at or before it is ever served."""
+    state_written: bool = False
+    """The conversation has a state item (a turn was recorded, or an erase fenced it)."""
+    fold_versions: list[int] = field(default_factory=list)
+    """The memories compaction wrote since the latest erase (their kept copies), by version."""
 
     # -- clocks ------------------------------------------------------------------
 
@@ -299,10 +319,27 @@ class ReferenceConversation:
     def counter_turns(self) -> int:
         return len(self.counted)
 
+    def placed(self, turn: RefTurn) -> RefTurn:
+        """The turn as recorded: one sent at or before the latest erase (a late one, or one
+        in flight while the erase answered) begins the new conversation at the fence's next
+        instant, and keeps the `sentAt` it gave as its stated one."""
+        fence = self.erased_at
+        if fence is None or turn.sent_at > fence:
+            return turn
+        first = fence + INSTANT
+        return replace(
+            turn,
+            sent_at=first,
+            recorded_at=max(turn.recorded_at, first),
+            stated_sent_at=turn.stated_sent_at or turn.sent_at,
+        )
+
     def _record(self, turn: RefTurn, wall: datetime) -> None:
+        assert turn == self.placed(turn), "a turn is placed before it is recorded"
         if self.watermark is not None and turn.position < self.watermark:
             self.late.append(turn.id)
         self.state_expiry = self.expiry(max(turn.sent_at, wall))
+        self.state_written = True
         self.turns.append(turn)
         self.turns.sort(key=lambda t: t.position)
 
@@ -512,6 +549,7 @@ class ReferenceConversation:
         if previous is not None and previous.covers_until + retention <= wall:
             # A memory lives no longer than its newest turn: a new one starts.
             previous = None
+        self.fold_versions.append(self.compactions)  # the version the commit expects, plus one
         self.fold = RefFold(
             turns_folded=(previous.turns_folded if previous else 0) + len(live),
             covers_from=min(previous.covers_from, live[0].sent_at) if previous else live[0].sent_at,
@@ -521,6 +559,36 @@ class ReferenceConversation:
             kept_until=int((wall + 2 * retention).timestamp()),
         )
         return len(live)
+
+    def erase(self, wall: datetime) -> datetime | None:
+        """SPEC 10: the fence the erase answers with; None when nothing was ever stored.
+
+        A conversation erased with nothing recorded since keeps its fence (the
+        erase finds nothing new to fence off). Otherwise the state is replaced
+        by one holding the fence alone: its version and compaction version move
+        on (a converse or a compaction that read the old one commits nothing),
+        and everything else starts anew.
+        """
+        if not self.state_written:
+            return None
+        if self.erased_at is not None and not self.turns:
+            return self.erased_at
+        self.erased_at = wall
+        self.contact_commits += 1
+        self.compactions += 1
+        self.turns = []
+        self.folded = set()
+        self.skipped = set()
+        self.late = []
+        self.fold = None
+        self.watermark = None
+        self.streak_count = 0
+        self.last_contact = None
+        self.lease_until = None
+        self.first_answers = {}
+        self.state_expiry = None  # an empty state: read as expired or not, the same
+        self.fold_versions = []
+        return wall
 
 
 def _position(turn: RefTurn) -> Position:

@@ -18,9 +18,10 @@ from typing import Any
 
 from compactor.service import Compaction, Compactor
 
-from adapters.conversation_store import ConversationKey
+from adapters.conversation_store import ConversationKey, Fence
 from adapters.summariser import OfflineSummariser
-from converse_history.service import Caller, ConverseService, Incoming
+from converse_history.access import Caller
+from converse_history.service import ConverseService, Incoming
 from memory_core.repairs import Repair
 from memory_core.rules import RulesDocument, parse_rules
 from memory_core.settings import Settings, load_settings
@@ -56,12 +57,20 @@ class SimulatedClock:
 
 
 class CollectingQueue:
+    """The compaction queue's messages, kept to be delivered when a test says: the
+    compaction requests, and the rests of erases (`continue_erasure`)."""
+
     def __init__(self) -> None:
         self.requests: list[ConversationKey] = []
+        self.erasures: list[tuple[ConversationKey, Fence]] = []
 
     def request_compaction(self, key: ConversationKey, requested_at: datetime) -> str:
         self.requests.append(key)
         return str(len(self.requests))
+
+    def continue_erasure(self, key: ConversationKey, fence: Fence) -> str:
+        self.erasures.append((key, fence))
+        return f"erasure-{len(self.erasures)}"
 
 
 @dataclass
@@ -71,6 +80,9 @@ class Observed:
     repairs: list[Repair] = field(default_factory=list)
     memories_missing: list[int] = field(default_factory=list)
     usage: list[tuple[str, TokenUsage]] = field(default_factory=list)
+    erased: list[tuple[int, bool]] = field(default_factory=list)
+    """Each erase's item count, and whether it completed."""
+    erasures_continued: list[tuple[int, bool]] = field(default_factory=list)
 
     def window_built(self, window: Window) -> None:
         pass
@@ -107,6 +119,12 @@ class Observed:
 
     def lost_race(self) -> None:
         pass
+
+    def contact_erased(self, key: ConversationKey, items: int, *, complete: bool) -> None:
+        self.erased.append((items, complete))
+
+    def erasure_continued(self, key: ConversationKey, items: int, *, complete: bool) -> None:
+        self.erasures_continued.append((items, complete))
 
 
 @dataclass

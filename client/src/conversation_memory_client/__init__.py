@@ -28,7 +28,10 @@ from conversation_memory_client.errors import (
     UnsupportedMediaType,
 )
 from conversation_memory_client.results import (
+    ContactSummary,
     ConverseResult,
+    Erasure,
+    ExportedTurn,
     Memory,
     MemoryView,
     RecordedTurn,
@@ -37,7 +40,10 @@ from conversation_memory_client.results import (
 
 __all__ = [
     "Conflict",
+    "ContactSummary",
     "ConverseResult",
+    "Erasure",
+    "ExportedTurn",
     "Forbidden",
     "InvalidRequest",
     "Memory",

@@ -1,4 +1,5 @@
-"""`MemoryClient`: converse, record and memory, over the HTTP API or the Lambda, with retries.
+"""`MemoryClient`: converse, record, memory and a conversation's data (export, list, erase),
+over the HTTP API or the Lambda, with retries.
 
 A call is tried up to `max_attempts` times while the service throttles or
 fails (a 5xx, API Gateway's own 429, Lambda's throttling, a lost connection),
@@ -9,7 +10,8 @@ the same request again would be refused again.
 Every retry is safe because a message's id is drawn once per call, before the
 first attempt: when an attempt committed but its answer was lost, the next
 attempt replays the same id and the service answers what it recorded then,
-storing nothing twice.
+storing nothing twice. The data calls are safe to retry as they are: the
+listings only read, and an erase that already ran erases nothing more.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -30,7 +33,14 @@ from conversation_memory_client.errors import (
     error_code_and_message,
     error_for,
 )
-from conversation_memory_client.results import ConverseResult, MemoryView, RecordedTurn
+from conversation_memory_client.results import (
+    ContactSummary,
+    ConverseResult,
+    Erasure,
+    ExportedTurn,
+    MemoryView,
+    RecordedTurn,
+)
 from conversation_memory_client.transports import (
     Answer,
     Call,
@@ -48,6 +58,10 @@ BASE_DELAY_SECONDS = 0.25
 """The first retry waits up to this; each later one up to twice the one before."""
 MAX_DELAY_SECONDS = 8.0
 """No wait is longer, whatever the attempt or the gateway's `Retry-After`."""
+DEFAULT_PAGE_SIZE = 100
+"""A listing's page when the caller does not say: the service's own default."""
+MAX_PAGE_SIZE = 500
+"""The most a listing's page may hold (the service refuses a larger `limit`)."""
 
 Sleep = Callable[[float], None]
 
@@ -58,7 +72,8 @@ def new_message_id() -> str:
 
 
 class MemoryClient:
-    """The conversation-memory service for one agent: `converse`, `record`, `memory`.
+    """The conversation-memory service for one agent: `converse`, `record`, `memory`; and
+    a conversation's data: `turns` (its export), `contacts` (the tenant's) and `forget`.
 
     Make one with `over_http` (the API, SigV4-signed) or `over_lambda` (the
     function invoked directly); both answer the same values and raise the same
@@ -206,8 +221,66 @@ class MemoryClient:
         """The contact's fold and counters; `NotFound` when nothing was recorded for it."""
         return MemoryView.from_api(self._call(Call("memory", tenant_id, contact_id)))
 
+    def turns(
+        self, tenant_id: str, contact_id: str, *, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> Iterator[ExportedTurn]:
+        """Every turn retained for the contact, oldest first, exactly as recorded
+        (untrimmed, unrepaired, tool blocks whole), fetched `page_size` (1 to 500) at a time
+        as the iteration goes on.
+
+        A `page_size` out of range raises `ValueError` here, before anything is sent.
+        `NotFound` (as from `memory`) when nothing is stored for the contact, raised
+        on the first iteration.
+        """
+        pages = self._pages(Call("turns", tenant_id, contact_id), "turns", page_size)
+        return (ExportedTurn.from_api(turn) for turn in pages)
+
+    def contacts(
+        self, tenant_id: str, *, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> Iterator[ContactSummary]:
+        """The tenant's contacts with anything stored, fetched `page_size` (1 to 500) at a
+        time as the iteration goes on; a `page_size` out of range raises `ValueError` here."""
+        pages = self._pages(Call("contacts", tenant_id), "contacts", page_size)
+        return (ContactSummary.from_api(contact) for contact in pages)
+
+    def forget(self, tenant_id: str, contact_id: str) -> Erasure:
+        """Erase everything stored for the contact: turns, memory, state, rate-limit records.
+
+        Once this returns, nothing recorded before is served again, and the contact's
+        next message starts a new conversation. `complete` is False when the service
+        deletes the rest asynchronously; a contact with nothing stored is 0 items.
+        """
+        answer = self._send(Call("erase", tenant_id, contact_id))
+        return Erasure.from_api(dict(answer.body or {}), accepted=answer.status == 202)
+
+    def _pages(self, call: Call, member: str, page_size: int) -> Iterator[dict[str, Any]]:
+        """A listing's entries (the pages' `member`), following `nextCursor` until null.
+
+        Not itself a generator, so that `page_size` is checked when the listing is asked
+        for; the pages are fetched lazily, by the generator it returns.
+        """
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise ValueError(f"page_size must be from 1 to {MAX_PAGE_SIZE}, not {page_size}")
+
+        def entries() -> Iterator[dict[str, Any]]:
+            query: dict[str, str | int] = {"limit": page_size}
+            while True:
+                answer = self._call(replace(call, query=query))
+                yield from answer.get(member) or []
+                cursor = answer.get("nextCursor")
+                if cursor is None:
+                    return
+                query = {"limit": page_size, "cursor": str(cursor)}
+
+        return entries()
+
     def _call(self, call: Call) -> dict[str, Any]:
         """The call's answer body, after up to `max_attempts` tries; or the refusal, raised."""
+        return dict(self._send(call).body or {})
+
+    def _send(self, call: Call) -> Answer:
+        """The call's successful answer, after up to `max_attempts` tries; or the refusal,
+        raised."""
         for attempt in range(1, self._max_attempts + 1):
             try:
                 answer = self._transport.send(call)
@@ -219,7 +292,7 @@ class MemoryClient:
                 self._back_off(call, attempt, failure.code, retry_after=None)
                 continue
             if answer.succeeded:
-                return dict(answer.body or {})
+                return answer
             if not _worth_retrying(answer):
                 raise error_for(answer.status, answer.body, answer.retry_after)
             if attempt == self._max_attempts:

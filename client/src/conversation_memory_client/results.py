@@ -141,3 +141,82 @@ class MemoryView:
             counters=dict(answer.get("counters") or {}),
             raw=answer,
         )
+
+
+@dataclass(frozen=True)
+class ExportedTurn:
+    """A retained turn exactly as recorded: untrimmed, unrepaired, tool blocks whole.
+
+    `sent_at` is the turn's own time, `recorded_at` when the service stored it
+    (both RFC 3339); `usage` is Bedrock's as recorded with the reply (any of
+    `inputTokens`, `outputTokens`, `totalTokens`, `cacheReadInputTokens`,
+    `cacheWriteInputTokens`), None when none was.
+    """
+
+    id: str
+    role: str
+    sent_at: str
+    recorded_at: str
+    content: list[dict[str, Any]]
+    usage: dict[str, Any] | None
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, turn: dict[str, Any]) -> ExportedTurn:
+        """From one of the `turns` of an export page; `raw` is that turn."""
+        usage = turn.get("usage")
+        return cls(
+            id=str(turn["id"]),
+            role=str(turn["role"]),
+            sent_at=str(turn["sentAt"]),
+            recorded_at=str(turn["recordedAt"]),
+            content=list(turn["content"]),
+            usage=dict(usage) if usage is not None else None,
+            raw=turn,
+        )
+
+
+@dataclass(frozen=True)
+class ContactSummary:
+    """A contact of the tenant with something stored, and the time of its conversation's
+    last message (RFC 3339; None when the service has none to give)."""
+
+    contact_id: str
+    last_message_at: str | None
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, contact: dict[str, Any]) -> ContactSummary:
+        """From one of the `contacts` of a listing page; `raw` is that entry."""
+        last_message_at = contact.get("lastMessageAt")
+        return cls(
+            contact_id=str(contact["contactId"]),
+            last_message_at=str(last_message_at) if last_message_at is not None else None,
+            raw=contact,
+        )
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What an erase removed: `items` deleted so far, and whether that is all of them.
+
+    From `erased_at` on, nothing recorded before is served again, even when
+    `complete` is False (the service deletes the rest asynchronously).
+    """
+
+    items: int
+    complete: bool
+    erased_at: str
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any], *, accepted: bool = False) -> Erasure:
+        """From the erase answer; `accepted` is a 202 (the rest continues asynchronously),
+        which is incomplete whatever the body says."""
+        erased = answer["erased"]
+        return cls(
+            items=int(erased["items"]),
+            complete=not accepted and erased.get("complete", True) is not False,
+            erased_at=str(answer["erasedAt"]),
+            raw=answer,
+        )

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import botocore.session
 from botocore.auth import SigV4Auth
@@ -36,14 +36,20 @@ from conversation_memory_client.configuration import (
 
 logger = logging.getLogger(__name__)
 
-Action = Literal["converse", "record", "memory"]
+Action = Literal["converse", "record", "memory", "turns", "contacts", "erase"]
 
 _ROUTES: dict[Action, tuple[str, str]] = {
-    "converse": ("POST", "converse"),
-    "record": ("POST", "turns"),
-    "memory": ("GET", "memory"),
+    "converse": ("POST", "contacts/{contact}/converse"),
+    "record": ("POST", "contacts/{contact}/turns"),
+    "memory": ("GET", "contacts/{contact}/memory"),
+    "turns": ("GET", "contacts/{contact}/turns"),
+    "contacts": ("GET", "contacts"),
+    "erase": ("DELETE", "contacts/{contact}"),
 }
-"""Each action's method and last path segment under `/v1/tenants/{t}/contacts/{c}/`."""
+"""Each action's method and path under `/v1/tenants/{t}/`; `{contact}` is the contact's id."""
+
+_TENANT_WIDE: frozenset[Action] = frozenset({"contacts"})
+"""The actions on a tenant rather than on one of its contacts: they take no contact id."""
 
 _LAMBDA_THROTTLING = frozenset(
     {"TooManyRequestsException", "ServiceException", "EC2ThrottledException"}
@@ -56,16 +62,25 @@ _CONNECTION_ERRORS = (BotocoreConnectionError, HTTPClientError)
 
 @dataclass(frozen=True)
 class Call:
-    """One operation: the action, the conversation, and the API's JSON body (None for `memory`).
+    """One operation: the action, the conversation (or, for `contacts`, the tenant alone),
+    the API's JSON body, and its query parameters.
 
     `body` is what `POST .../converse` or `POST .../turns` takes over HTTP:
-    `{"message": {...}}`, or the turn itself.
+    `{"message": {...}}`, or the turn itself; None for the other actions.
+    `query` holds a listing's `limit` and `cursor` (None or absent: the service's
+    defaults); over Lambda they are members of the event, as the body's are.
     """
 
     action: Action
     tenant_id: str
-    contact_id: str
+    contact_id: str | None = None
     body: dict[str, Any] | None = None
+    query: Mapping[str, str | int] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.contact_id is None) != (self.action in _TENANT_WIDE):
+            wanted = "takes no contact id" if self.action in _TENANT_WIDE else "needs a contact id"
+            raise ValueError(f"the {self.action!r} action {wanted}")
 
 
 @dataclass(frozen=True)
@@ -149,16 +164,14 @@ class HttpTransport:
 
     def send(self, call: Call) -> Answer:
         """The call as an HTTP request, SigV4-signed afresh for this attempt (or unsigned)."""
-        method, operation = _ROUTES[call.action]
-        url = (
-            f"{self._api_url}/v1/tenants/{quote(call.tenant_id, safe='')}"
-            f"/contacts/{quote(call.contact_id, safe='')}/{operation}"
-        )
+        url = self._url(call)
+        method = _ROUTES[call.action][0]
         headers = {"Accept": "application/json"}
         data = None
         if call.body is not None:
             data = json.dumps(call.body, separators=(",", ":")).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        # The query is in the URL, not AWSRequest's `params`: signed exactly as it is sent.
         request = AWSRequest(method=method, url=url, data=data, headers=headers)
         credentials = self._signing_credentials()
         if credentials is not None:
@@ -172,6 +185,16 @@ class HttpTransport:
             body=_json_or_none(response.content),
             retry_after=response.headers.get("Retry-After"),
         )
+
+    def _url(self, call: Call) -> str:
+        """The call's URL: ids percent-encoded as single path segments, and the query
+        encoded as SigV4 canonicalizes it (RFC 3986: `%20`, never `+`), so the signature
+        made over this URL is the one the gateway computes from the decoded parameters."""
+        path = _ROUTES[call.action][1].format(contact=quote(call.contact_id or "", safe=""))
+        url = f"{self._api_url}/v1/tenants/{quote(call.tenant_id, safe='')}/{path}"
+        if call.query:
+            url += "?" + urlencode({k: str(v) for k, v in call.query.items()}, quote_via=quote)
+        return url
 
     def _signing_credentials(self) -> Any | None:
         """This attempt's credentials (one consistent key, secret and token, refreshed as
@@ -206,7 +229,8 @@ class HttpTransport:
 class LambdaTransport:
     """The converse-history Lambda invoked directly with its direct protocol.
 
-    `{"action": ..., "tenantId", "contactId", ...}`; a refusal comes back as
+    `{"action": ..., "tenantId", "contactId", ...}` (no `contactId` for `contacts`),
+    with the body's members and a listing's `limit` and `cursor`; a refusal comes back as
     the API's error body with its `statusCode`. The Lambda client's own retries
     are turned off where this transport makes the client, so the client's
     policy alone decides how often a call is tried.
@@ -237,12 +261,11 @@ class LambdaTransport:
 
     def send(self, call: Call) -> Answer:
         """The call as one `invoke` in the direct protocol; a refusal read like HTTP's."""
-        event: dict[str, Any] = {
-            "action": call.action,
-            "tenantId": call.tenant_id,
-            "contactId": call.contact_id,
-        }
+        event: dict[str, Any] = {"action": call.action, "tenantId": call.tenant_id}
+        if call.contact_id is not None:
+            event["contactId"] = call.contact_id
         event.update(call.body or {})
+        event.update(call.query or {})
         try:
             response = self._lambda.invoke(
                 FunctionName=self._function_name,
