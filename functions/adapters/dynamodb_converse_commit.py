@@ -16,7 +16,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from adapters.contacts_index import CONTACT_ID_ATTRIBUTE, CONTACTS_SHARD_ATTRIBUTE
 from adapters.conversation_store import (
     ConversationKey,
     Duplicate,
@@ -109,9 +108,7 @@ class DynamoDBConverseCommit(DynamoDBTable):
         if change.list_contact:
             # Once a conversation: a later update leaves the index's keys, so the index
             # is not written again (docs/decisions.md, "The contacts index").
-            entry = contacts_entry(key.tenant_id, key.contact_id)
-            sets += [f"{name} = :{name}" for name in entry]
-            values.update({f":{name}": value for name, value in entry.items()})
+            sets += _listing(key, values, unless_listed=False)
         if change.expected_version == 0:
             condition = "attribute_not_exists(#version)"
         else:
@@ -219,15 +216,11 @@ class DynamoDBConverseCommit(DynamoDBTable):
             ":tokens": {"N": str(tokens)},
             ":state_ttl": {"N": str(self._state_ttl(turn, lifetime_days))},
             ":sent": {"S": format_instant(turn.sent_at)},
-            **{
-                f":{name}": value
-                for name, value in contacts_entry(key.tenant_id, key.contact_id).items()
-            },
         }
         sets = [
             f"{TTL_ATTRIBUTE} = :state_ttl",
             # A reply reads nothing first: it lists a conversation only if nothing has.
-            *(f"{name} = if_not_exists({name}, :{name})" for name in _LISTING),
+            *_listing(key, values, unless_listed=True),
         ]
         condition = _NOT_ERASED_SINCE
         if late:
@@ -332,6 +325,18 @@ class _StateConditionFailed(Exception):
     """The state's condition failed alone: a newer version, or the turn is late."""
 
 
+def _listing(key: ConversationKey, values: dict[str, Any], *, unless_listed: bool) -> list[str]:
+    """The SET clauses that list the conversation in the contacts index, their values put
+    into `values`; `unless_listed` keeps keys already there (a write that read nothing)."""
+    clauses = []
+    for name, value in contacts_entry(key.tenant_id, key.contact_id).items():
+        values[f":{name}"] = value
+        clauses.append(
+            f"{name} = if_not_exists({name}, :{name})" if unless_listed else f"{name} = :{name}"
+        )
+    return clauses
+
+
 def _join_the_late_list(sort_key: dict[str, str], tokens: int, values: dict[str, Any]) -> str:
     """The SET clause that appends the turn to the late list (created if absent).
 
@@ -346,7 +351,6 @@ def _join_the_late_list(sort_key: dict[str, str], tokens: int, values: dict[str,
 _COUNT_THE_TURN = " ADD unfoldedTokens :tokens, unfoldedTurns :one, turnsRecorded :one"
 
 
-_LISTING = (CONTACTS_SHARD_ATTRIBUTE, CONTACT_ID_ATTRIBUTE)
 _NOT_ERASED_SINCE = f"(attribute_not_exists({ERASED_AT}) OR {ERASED_AT} < :sent)"
 """The turn sorts after the conversation's latest erase (`memory_core.erasure`)."""
 _ABSENT = "attribute_not_exists(SK)"
