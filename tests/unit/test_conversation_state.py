@@ -77,3 +77,16 @@ def test_a_turn_at_or_below_the_bound_is_late_and_one_above_is_not() -> None:
     # Same `sentAt` and arrival, a later id: after the bound.
     assert not state.is_late(at(5, "m6"))
     assert not state.is_late(at(6))
+
+
+def test_a_new_conversation_is_not_listed_yet_and_holds_what_it_will_record():
+    # Its first commit lists it in the contacts index; an erase has left nothing in it.
+    assert NEW_CONVERSATION.listed is False
+    assert NEW_CONVERSATION.holds_nothing is False
+
+
+def test_an_erased_state_holds_nothing_until_a_turn_is_recorded_after_the_erase():
+    fence = datetime(2026, 5, 1, tzinfo=UTC)
+    assert ConversationState(version=3, erased_at=fence).holds_nothing
+    assert not ConversationState(version=3, erased_at=fence, turns_recorded=1).holds_nothing
+    assert not ConversationState(version=3, turns_recorded=0).holds_nothing
