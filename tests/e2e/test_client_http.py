@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.parser
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -459,9 +460,12 @@ def test_the_client_builds_offline_into_a_wheel_that_needs_only_botocore(tmp_pat
 
     for module in (
         "__init__",
+        "agent_turns",
         "client",
         "configuration",
         "errors",
+        "langchain",
+        "openai_agents",
         "results",
         "scripted",
         "strands",
@@ -472,8 +476,22 @@ def test_the_client_builds_offline_into_a_wheel_that_needs_only_botocore(tmp_pat
     assert metadata["Name"] == "conversation-memory-client"
     requirements = metadata.get_all("Requires-Dist") or []
     assert [r for r in requirements if "extra ==" not in r] == ["botocore>=1.34"]
-    assert all(r.startswith("strands-agents") for r in requirements if "extra ==" in r)
-    assert metadata.get_all("Provides-Extra") == ["strands"]
+    # Each framework's adapter needs its framework, and nothing of the others.
+    by_extra: dict[str, list[str]] = {}
+    for requirement in requirements:
+        found = re.fullmatch(r'([A-Za-z0-9_.-]+)[^;]*; extra == "([a-z-]+)"', requirement)
+        if found:
+            by_extra.setdefault(found.group(2), []).append(found.group(1))
+    assert by_extra == {
+        "strands": ["strands-agents"],
+        "langchain": ["langchain", "langgraph"],
+        "openai-agents": ["openai-agents"],
+    }
+    assert sorted(metadata.get_all("Provides-Extra") or []) == [
+        "langchain",
+        "openai-agents",
+        "strands",
+    ]
 
     # Installed from the wheel alone, with no index, the package imports from there.
     target = tmp_path / "site"

@@ -3,9 +3,12 @@ against the local runner.
 
 Each example is read from the README (the code block after its
 `<!-- example: NAME -->` marker) and run with the names a reader supplies:
-the runner's URL, the client's scripted model for Strands, a stubbed Bedrock
-for boto3 (botocore still validates the request against Converse's input
-shape, and the fragment is checked against Bedrock's other rules). The local
+the runner's URL, the client's scripted model for Strands, the tests' scripted
+chat model for LangChain (each call converted to Converse by langchain-aws and
+checked against Bedrock's rules) and scripted SDK model for the OpenAI Agents
+SDK (each input checked by the Responses rules), a stubbed Bedrock for boto3
+(botocore still validates the request against Converse's input shape, and the
+fragment is checked against Bedrock's other rules). The local
 example is complete as written: it runs with only its URL moved to the
 runner's port, and with no AWS configuration at all. The data examples' curl
 session runs with curl, each answer compared with the one the README shows
@@ -15,6 +18,7 @@ says it prints. So the examples cannot rot.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -26,12 +30,22 @@ from typing import Any
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
 import pytest
+from agents import function_tool
 from botocore.stub import Stubber  # type: ignore[import-untyped, unused-ignore]
+from langchain_aws.chat_models.bedrock_converse import _messages_to_bedrock
+from langchain_core.messages import SystemMessage
+from langchain_core.tools import tool as langchain_tool
 
 from conversation_memory_client.scripted import Say, ScriptedModel, UseTool
 from tests.e2e.runner_process import REPO_ROOT, Runner, StartRunner
 from tests.support.converse_validator import converse_problems
 from tests.support.no_aws_configuration import clear_aws_configuration
+from tests.support.responses_rules import responses_problems
+from tests.support.scripted_agents_model import Call, CallTools, ScriptedAgentsModel
+from tests.support.scripted_agents_model import Say as SayThis
+from tests.support.scripted_chat_model import CallTools as ChatCallTools
+from tests.support.scripted_chat_model import Say as ChatSay
+from tests.support.scripted_chat_model import ScriptedChatModel
 from tests.support.strands_tools import look_up
 
 README = REPO_ROOT / "README.md"
@@ -94,6 +108,89 @@ def test_the_strands_example_answers_through_the_service(shared_runner: Runner):
     ] == []
     assert model.calls[0].system[0] == {"text": "You answer questions about the client's contract."}
     assert recorded_turns(shared_runner, contact) == 4  # question, tool call, result, reply
+
+
+@pytest.mark.usefixtures("signed")
+def test_the_langchain_example_answers_through_the_service(shared_runner: Runner):
+    model = ScriptedChatModel(
+        script=[
+            ChatCallTools(("look_up_clause", {"clause": "7"}, "call_1")),
+            ChatSay("Clause 7 is still in force."),
+            ChatSay("Clause 8 was struck out."),
+        ]
+    )
+    prompt = "You answer questions about the client's contract."
+    answer = run_example(
+        "langchain",
+        API_URL=shared_runner.base_url,
+        MODEL=model,
+        PROMPT=prompt,
+        TOOLS=[langchain_tool(look_up_clause_text)],
+        hand_over=hand_over,
+    )
+    contact = f"readme-{uuid.uuid4().hex[:10]}"
+    assert answer(contact, "Is clause 7 still in force?") == "Clause 7 is still in force."
+    assert answer(contact, "And clause 8?") == "Clause 8 was struck out."
+
+    # Each call through langchain-aws's own conversion to Converse, then Bedrock's rules.
+    fragments = [_messages_to_bedrock(list(call.messages)) for call in model.calls]
+    assert [converse_problems({"messages": messages}) for messages, _ in fragments] == [[]] * 3
+    assert [call.system for call in model.calls] == [SystemMessage(prompt)] * 3
+    # A new agent for the second message: its history came from the service.
+    first, *_ = model.calls[-1].messages
+    assert first.text == "Is clause 7 still in force?"
+    # question, call, result, reply; question, reply
+    assert recorded_turns(shared_runner, contact) == 6
+
+
+def look_up_clause_text(clause: str) -> str:
+    """Look a clause of the contract up."""
+    return f"clause {clause}: in force since 2024"
+
+
+@function_tool
+def look_up_clause(clause: str) -> str:
+    """Look a clause of the contract up."""
+    return f"clause {clause}: in force since 2024"
+
+
+@pytest.mark.usefixtures("signed")
+def test_the_openai_agents_example_answers_through_the_service(
+    shared_runner: Runner, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # as the README says off OpenAI
+    model = ScriptedAgentsModel.playing(
+        [
+            CallTools([Call("look_up_clause", {"clause": "7"}, "call_1")]),
+            SayThis("Clause 7 is still in force."),
+            SayThis("Clause 8 was struck out."),
+        ]
+    )
+    answer: Callable[..., Any] = run_example(
+        "openai-agents",
+        API_URL=shared_runner.base_url,
+        MODEL=model,
+        PROMPT="You answer questions about the client's contract.",
+        TOOLS=[look_up_clause],
+        hand_over=hand_over,
+    )
+    contact = f"readme-{uuid.uuid4().hex[:10]}"
+    assert asyncio.run(answer(contact, "Is clause 7 still in force?")) == (
+        "Clause 7 is still in force."
+    )
+    assert asyncio.run(answer(contact, "And clause 8?")) == "Clause 8 was struck out."
+
+    assert [responses_problems(call.input) for call in model.calls] == [[], [], []]
+    assert {call.instructions for call in model.calls} == {
+        "You answer questions about the client's contract."
+    }
+    # A new session object for the second message: its window comes from the service.
+    first_question = model.calls[-1].input[0]
+    assert first_question["content"] == [
+        {"type": "input_text", "text": "Is clause 7 still in force?"}
+    ]
+    # question, call, result, reply; question, reply
+    assert recorded_turns(shared_runner, contact) == 6
 
 
 def test_the_local_example_runs_as_written_with_no_aws_account(

@@ -30,6 +30,7 @@ RULES: dict[str, Any] = {
         "limited": {"rateLimit": {"messages": 3, "perSeconds": 60}},
         "guarded": {"callers": [AGENT_ROLE]},
         "other": {"callers": ["arn:aws:iam::123456789012:role/other-agent"]},
+        "capped": {"maxTurnsPerConversation": 2},  # escalates at its third message
     }
 }
 TABLE = "conversation-memory"

@@ -48,6 +48,21 @@ def test_the_runtime_requirements_hold_the_emulation_and_nothing_for_tests_or_de
     assert not {"pytest", "hypothesis", "aws-cdk-lib", "matplotlib", "schemathesis"} & set(pins)
 
 
+def test_the_agent_frameworks_are_pinned_for_the_tests_only():
+    """The client's adapters are tested against pinned releases; no framework is in what
+    make run installs, nor in what the Lambdas get (their asset is `functions/`, their
+    libraries requirements.txt's, from Powertools' layer and the runtime)."""
+    frameworks = {"strands-agents", "langchain", "langgraph", "langchain-aws", "openai-agents"}
+
+    def pins(name: str) -> dict[str, str]:
+        lines = (REPO_ROOT / name).read_text().splitlines()
+        found = [line.split("==") for line in lines if "==" in line and not line.startswith("#")]
+        return {package.split("[")[0].lower(): version for package, version in found}
+
+    assert frameworks <= pins("requirements-dev.txt").keys()
+    assert not frameworks & pins("requirements.txt").keys()
+
+
 @pytest.mark.parametrize("target", ["test", "bench", "synth", "lint"])
 def test_the_tooling_targets_install_the_rest(target, tmp_path):
     installs = planned(target, tmp_path)

@@ -13,19 +13,19 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from strands import Agent
+from strands import Agent, tool
 from strands.agent.conversation_manager import (
     ConversationManager,
     SlidingWindowConversationManager,
 )
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.interrupt import Interrupt
 from strands.types.content import ContentBlock
+from strands.types.interrupt import InterruptResponseContent
 
-from conversation_memory_client import MemoryClient
 from conversation_memory_client.scripted import (
     ModelCall,
     Say,
@@ -35,9 +35,9 @@ from conversation_memory_client.scripted import (
 )
 from conversation_memory_client.strands import Escalated, ServiceMemory
 from local.proxy_events import LambdaContextStandIn
-from tests.integration.conftest import RULES, Api
+from tests.integration.agent_frameworks import CAP, LOOP, Service, service_for_agents
+from tests.integration.conftest import Api
 from tests.support.converse_validator import converse_problems
-from tests.support.lambda_stand_in import FUNCTION, FakeLambda
 from tests.support.strands_tools import look_up
 
 AGENT_PROMPT = "You are Acme's order desk. Answer briefly; look items up before you answer."
@@ -45,31 +45,11 @@ AGENT_SYSTEM: list[dict[str, Any]] = [
     {"text": AGENT_PROMPT},
     {"cachePoint": {"type": "default"}},
 ]
-CAP = 6
-"""HISTORY_WINDOW_MAX_MESSAGES here: a tool loop of 8 calls is 17 messages past its question."""
-LOOP = 8
-
-
-@pytest.fixture
-def rules_file(tmp_path: Path) -> Path:
-    """The suite's rules, and a tenant that escalates at its third message."""
-    path = tmp_path / "rules.json"
-    path.write_text(
-        json.dumps({"tenants": {**RULES["tenants"], "capped": {"maxTurnsPerConversation": 2}}})
-    )
-    return path
-
-
-@dataclass
-class Service:
-    api: Api
-    client: MemoryClient
 
 
 @pytest.fixture
 def service(make_api: Callable[..., Api]) -> Service:
-    api = make_api(HISTORY_WINDOW_MAX_MESSAGES=str(CAP), HISTORY_WINDOW_FLOOR_MESSAGES="4")
-    return Service(api, MemoryClient.over_lambda(FUNCTION, lambda_client=FakeLambda(api.handler)))
+    return service_for_agents(make_api)
 
 
 # -- a scripted model and a real tool ------------------------------------------------------
@@ -282,3 +262,219 @@ def test_strands_sliding_window_sends_a_history_bedrock_refuses_on_the_same_loop
     assert problems_of(first)[0] == "messages[0]: the conversation must start with a user message"
     assert "toolUse" in first.messages[0]["content"][0]
     assert not any("Are items" in t for m in first.messages for t in texts(m))
+
+
+# -- an interrupt, and a tool that raises ------------------------------------------------
+
+
+class AskTheClerk(HookProvider):
+    """Interrupts before each tool call for a clerk's approval; anything but "approve"
+    cancels the call, so Strands answers it with an error result."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.ask)
+
+    def ask(self, event: BeforeToolCallEvent) -> None:
+        self.asked.append(event.tool_use["toolUseId"])
+        answer = event.interrupt("clerk", reason={"approve": event.tool_use["name"]})
+        if answer != "approve":
+            event.cancel_tool = f"The clerk said no: {answer}"
+
+
+@tool
+def reserve(item: str) -> str:
+    """Reserve an item in the warehouse.
+
+    Args:
+        item: the item's name
+    """
+    raise RuntimeError(f"the warehouse is offline, {item} not reserved")
+
+
+def an_agent_with(model: ScriptedModel, memory: ServiceMemory, **options: Any) -> Agent:
+    return Agent(
+        model=model,
+        system_prompt=json.loads(json.dumps(AGENT_SYSTEM)),
+        conversation_manager=memory,
+        callback_handler=None,
+        **options,
+    )
+
+
+def answering(interrupt: Interrupt, response: str) -> list[InterruptResponseContent]:
+    return [{"interruptResponse": {"interruptId": interrupt.id, "response": response}}]
+
+
+def contents(call: ModelCall) -> list[list[dict[str, Any]]]:
+    """Each message's blocks, less the cache point the service puts after the history."""
+    return [[b for b in m["content"] if "cachePoint" not in b] for m in call.messages]
+
+
+def recorded(service: Service, contact: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    return [(turn.role, turn.content) for turn in service.client.turns("acme", contact)]
+
+
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [
+        ("approve", {"status": "success", "content": [{"text": "widget: 3 in stock"}]}),
+        (
+            "not today",
+            {"status": "error", "content": [{"text": "The clerk said no: not today"}]},
+        ),
+    ],
+    ids=["approved", "denied"],
+)
+def test_an_interrupted_tool_call_resumes_from_the_agents_history_and_is_recorded_once(
+    service: Service, answer: str, result: dict[str, Any]
+):
+    model = ScriptedModel(
+        [
+            UseTool("look_up", {"item": "widget"}, "call:w"),
+            Say("Here is what I found."),
+            Say("Anything else?"),
+        ]
+    )
+    clerk = AskTheClerk()
+    memory = ServiceMemory(service.client, tenant_id="acme", contact_id="c-11")
+    agent = an_agent_with(model, memory, tools=[look_up], hooks=[clerk])
+
+    stopped = agent("Are widgets in stock?")
+
+    assert stopped.stop_reason == "interrupt"
+    assert stopped.interrupts is not None
+    (interrupt,) = stopped.interrupts
+    assert (interrupt.name, interrupt.reason) == ("clerk", {"approve": "look_up"})
+    assert len(model.calls) == 1
+    question: list[dict[str, Any]] = [{"text": "Are widgets in stock?"}]
+    call = [{"toolUse": {"toolUseId": "call:w", "name": "look_up", "input": {"item": "widget"}}}]
+    assert recorded(service, "c-11") == [("user", question), ("assistant", call)]
+    conversed = memory.last
+
+    resumed = agent(answering(interrupt, answer))
+
+    assert resumed.stop_reason == "end_turn"
+    assert str(resumed) == "Here is what I found.\n"
+    assert clerk.asked == ["call:w", "call:w"]
+    assert memory.last is conversed, "the answer to an interrupt is not a new message"
+    # The model goes on from the agent's history: the question, the call, its result.
+    on_resume = model.calls[1]
+    assert problems_of(on_resume) == []
+    assert on_resume.system == model.calls[0].system
+    assert on_resume.messages[-3]["content"] == question
+    assert on_resume.messages[-2]["content"] == call
+    assert on_resume.messages[-1]["content"] == [{"toolResult": {"toolUseId": "call:w", **result}}]
+    assert agent.system_prompt_content == AGENT_SYSTEM
+    # Each of the four recorded once, as Strands made it.
+    stored_result = {"toolResult": {"toolUseId": "call:w", **result}}
+    reply = [{"text": "Here is what I found."}]
+    assert recorded(service, "c-11") == [
+        ("user", question),
+        ("assistant", call),
+        ("user", [stored_result]),
+        ("assistant", reply),
+    ]
+    assert service.client.memory("acme", "c-11").counters["turnsRecorded"] == 4
+
+    agent("next")
+
+    window = model.calls[-1]
+    assert problems_of(window) == []
+    assert contents(window) == [
+        question,
+        call,
+        [stored_result],
+        reply,
+        [{"text": "next"}],
+    ]
+    assert clerk.asked == ["call:w", "call:w"]
+    assert service.client.memory("acme", "c-11").counters["turnsRecorded"] == 6
+
+
+def test_a_tool_that_raises_is_recorded_as_its_error_result(service: Service):
+    model = ScriptedModel(
+        [
+            UseTool("reserve", {"item": "widget"}, "call:r"),
+            Say("Sorry, I could not reserve it."),
+            Say("Try again later."),
+        ]
+    )
+    memory = ServiceMemory(service.client, tenant_id="acme", contact_id="c-12")
+    agent = an_agent_with(model, memory, tools=[reserve])
+
+    answered = agent("Reserve a widget, please.")
+
+    assert str(answered) == "Sorry, I could not reserve it.\n"
+    error = {
+        "toolResult": {
+            "toolUseId": "call:r",
+            "status": "error",
+            "content": [
+                {"text": "Error: RuntimeError - the warehouse is offline, widget not reserved"}
+            ],
+        }
+    }
+    after_the_error = model.calls[1]
+    assert problems_of(after_the_error) == []
+    assert after_the_error.messages[-1]["content"] == [error]
+    question: list[dict[str, Any]] = [{"text": "Reserve a widget, please."}]
+    call = [{"toolUse": {"toolUseId": "call:r", "name": "reserve", "input": {"item": "widget"}}}]
+    reply = [{"text": "Sorry, I could not reserve it."}]
+    assert recorded(service, "c-12") == [
+        ("user", question),
+        ("assistant", call),
+        ("user", [error]),
+        ("assistant", reply),
+    ]
+
+    agent("Can you try again?")
+
+    window = model.calls[-1]
+    assert problems_of(window) == []
+    assert contents(window) == [
+        question,
+        call,
+        [error],
+        reply,
+        [{"text": "Can you try again?"}],
+    ]
+    assert service.client.memory("acme", "c-12").counters["turnsRecorded"] == 6
+
+
+def test_a_resumed_invocation_keeps_the_memory_after_the_agents_prompt(service: Service):
+    """The answer to an interrupt calls no `converse`: the model still sees the memory the
+    interrupted invocation was given, and the agent keeps its own prompt afterwards."""
+    model = ScriptedModel(
+        [
+            *(Say(f"Answer {n}.") for n in range(6)),
+            UseTool("look_up", {"item": "widget"}, "call:w"),
+            Say("Widgets: 3 in stock."),
+        ]
+    )
+    memory = ServiceMemory(service.client, tenant_id="acme", contact_id="c-13")
+    agent = an_agent_with(model, memory, tools=[look_up], hooks=[AskTheClerk()])
+    for n in range(6):
+        agent(f"Question {n}: " + "about the order " * 40)
+    compactor = service.api.compactor()
+    folded = compactor.lambda_handler(
+        {"Records": service.api.received()}, LambdaContextStandIn("compactor")
+    )
+    assert folded == {"batchItemFailures": []}
+
+    stopped = agent("Are widgets in stock?")
+    assert stopped.interrupts is not None
+    (interrupt,) = stopped.interrupts
+    assert agent.system_prompt_content == AGENT_SYSTEM
+    agent(answering(interrupt, "approve"))
+
+    interrupted, resumed = model.calls[-2:]
+    assert memory.last is not None
+    assert memory.last.memory is not None
+    assert resumed.system[:2] == AGENT_SYSTEM
+    assert resumed.system[2]["text"].endswith(memory.last.memory.summary)
+    assert resumed.system == interrupted.system
+    assert problems_of(resumed) == []
+    assert agent.system_prompt_content == AGENT_SYSTEM

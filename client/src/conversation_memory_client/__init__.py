@@ -12,6 +12,7 @@ if not result.escalated:
 
 from __future__ import annotations
 
+from conversation_memory_client.agent_turns import Escalated
 from conversation_memory_client.client import MemoryClient
 from conversation_memory_client.errors import (
     Conflict,
@@ -43,6 +44,7 @@ __all__ = [
     "ContactSummary",
     "ConverseResult",
     "Erasure",
+    "Escalated",
     "ExportedTurn",
     "Forbidden",
     "InvalidRequest",

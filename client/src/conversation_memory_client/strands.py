@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -52,6 +51,12 @@ from strands.hooks import (
 )
 from strands.types.content import Message, Messages, SystemContentBlock
 
+from conversation_memory_client.agent_turns import (
+    Escalated,
+    stored_tool_result,
+    stored_tool_use,
+    stored_usage,
+)
 from conversation_memory_client.client import MemoryClient
 from conversation_memory_client.results import ConverseResult
 
@@ -59,29 +64,6 @@ if TYPE_CHECKING:
     from strands.agent.agent import Agent
 
 __all__ = ["Escalated", "ServiceMemory"]
-
-# What the service stores of a usage report: Bedrock's counters, nothing else.
-_USAGE_KEYS = (
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "cacheReadInputTokens",
-    "cacheWriteInputTokens",
-)
-
-
-class Escalated(Exception):
-    """The service decided `escalate`: the message goes to a person, and no model ran.
-
-    Raised out of `agent(...)` (and `invoke_async`, `stream_async`). The message is
-    recorded; the agent's history is as it was before the call.
-    """
-
-    def __init__(self, result: ConverseResult) -> None:
-        self.reason = result.reason or "escalate"
-        self.turn_count = result.turn_count
-        self.result = result
-        super().__init__(f"escalated ({self.reason}) at turn {self.turn_count}")
 
 
 class ServiceMemory(ConversationManager):
@@ -157,7 +139,7 @@ class ServiceMemory(ConversationManager):
         if message["role"] == "assistant":
             content = [kept for block in message["content"] if (kept := _reply_block(block))]
             if content:
-                usage = _usage(message.get("metadata", {}).get("usage"))
+                usage = stored_usage(message.get("metadata", {}).get("usage"))
                 await asyncio.to_thread(self._record_turn, "assistant", content, usage)
             return
         # Strands adds a user message within an invocation to return tool results;
@@ -240,42 +222,9 @@ def _reply_block(block: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"text": block["text"]} if str(block["text"]).strip() else None
     if "toolUse" in block:
         call = block["toolUse"]
-        arguments = call.get("input")
-        return {
-            "toolUse": {
-                "toolUseId": call["toolUseId"],
-                "name": call["name"],
-                "input": arguments if isinstance(arguments, dict) else {"input": arguments},
-            }
-        }
+        return stored_tool_use(call["toolUseId"], call["name"], call.get("input"))
     return None
 
 
 def _tool_result(result: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool result with the items the service stores: text and JSON; anything else is
-    named in its place, so the call keeps an answer."""
-    items: list[dict[str, Any]] = []
-    for item in result.get("content", []):
-        if "text" in item:
-            if str(item["text"]).strip():
-                items.append({"text": item["text"]})
-        elif "json" in item:
-            value = item["json"]
-            items.append(
-                {"json": value} if isinstance(value, dict | list) else {"text": json.dumps(value)}
-            )
-        else:
-            items.append({"text": f"[{next(iter(item), 'content')} not recorded]"})
-    stored: dict[str, Any] = {
-        "toolUseId": result["toolUseId"],
-        "content": items or [{"text": "(no output)"}],
-    }
-    if result.get("status") in ("success", "error"):
-        stored["status"] = result["status"]
-    return {"toolResult": stored}
-
-
-def _usage(usage: Mapping[str, Any] | None) -> dict[str, int] | None:
-    if not usage or "inputTokens" not in usage or "outputTokens" not in usage:
-        return None
-    return {key: int(usage[key]) for key in _USAGE_KEYS if isinstance(usage.get(key), int)}
+    return stored_tool_result(result["toolUseId"], result.get("content", []), result.get("status"))
