@@ -53,7 +53,7 @@ class DeploymentConfig:
 
     def settings_environment(self) -> dict[str, str]:
         """The settings as the Lambdas read them: one variable per field."""
-        return {name.upper(): str(getattr(self.settings, name)) for name in FIELDS}
+        return self.settings.as_environment()
 
 
 def load_config(node: Node, environ: Mapping[str, str]) -> DeploymentConfig:

@@ -6,30 +6,52 @@ from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from converse_history.telemetry import TENANT_DIMENSION
+from converse_history.telemetry import REPLY_USAGE, TENANT_DIMENSION
 from infra.config import DeploymentConfig
 from infra.service_function import COMPACTOR_SERVICE, HISTORY_SERVICE, METRICS_NAMESPACE
 
 NAMESPACE = METRICS_NAMESPACE
 
+TENANT_USAGE_QUERY = (
+    f'filter message = "{REPLY_USAGE}"',
+    "stats count(*) as replies, sum(inputTokens) as input, "
+    "sum(cacheReadInputTokens) as cacheRead, sum(cacheWriteInputTokens) as cacheWrite, "
+    "sum(outputTokens) as output by tenant",
+    "sort input desc",
+)
+"""The model's tokens per tenant, summed from the history Lambda's `reply_usage` lines
+(Logs Insights joins the lines with `\n| `; the README shows the same query)."""
 
-def all_tenants(name: str, label: str) -> cloudwatch.MathExpression:
-    """The Sum of a per-tenant metric of the history Lambda, over every tenant.
 
-    A search expression: it finds each tenant's series (the `tenant` dimension beside
-    `service`) as tenants come, with no list of them in the stack. Graphs only: an
-    alarm cannot watch a search.
+def usage_metric(name: str, label: str) -> cloudwatch.Metric:
+    """A token usage metric of the history Lambda, all tenants: its `service` series."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": HISTORY_SERVICE},
+        statistic="Sum",
+        label=label,
+        period=Duration.minutes(5),
+    )
+
+
+def named_tenants(name: str, label: str) -> cloudwatch.MathExpression:
+    """A usage metric of each tenant `TENANT_USAGE_METRICS` names, one line each.
+
+    A search expression: it finds the series with the `tenant` dimension beside
+    `service`, which exist for the named tenants only, so the stack lists none.
     """
     schema = f"{{{NAMESPACE},service,{TENANT_DIMENSION}}}"
     search = f'{schema} MetricName="{name}" service="{HISTORY_SERVICE}"'
     return cloudwatch.MathExpression(
-        expression=f"SUM(SEARCH('{search}', 'Sum', 300))",
+        expression=f"SEARCH('{search}', 'Sum', 300)",
         using_metrics={},
-        label=label,
+        label=f"${{PROP('Dim.{TENANT_DIMENSION}')}}: {label}",
         period=Duration.minutes(5),
     )
 
@@ -43,9 +65,9 @@ def cached_share() -> cloudwatch.MathExpression:
     return cloudwatch.MathExpression(
         expression="100 * cacheRead / (input + cacheRead + cacheWrite)",
         using_metrics={
-            "input": all_tenants("InputTokens", "Input tokens"),
-            "cacheRead": all_tenants("CacheReadInputTokens", "Cache read tokens"),
-            "cacheWrite": all_tenants("CacheWriteInputTokens", "Cache write tokens"),
+            "input": usage_metric("InputTokens", "Input tokens"),
+            "cacheRead": usage_metric("CacheReadInputTokens", "Cache read tokens"),
+            "cacheWrite": usage_metric("CacheWriteInputTokens", "Cache write tokens"),
         },
         label="Prompt tokens read from the cache (%)",
         period=Duration.minutes(5),
@@ -73,6 +95,7 @@ class Monitoring(Construct):
         # The functions themselves: their metrics (dimension FunctionName) add up every
         # version and alias, so the history's alarms outlive each deploy's new version.
         history: lambda_.IFunction,
+        history_logs: logs.ILogGroup,
         compactor: lambda_.IFunction,
         dead_letters: sqs.IQueue,
         api: apigateway.RestApi,
@@ -230,12 +253,32 @@ class Monitoring(Construct):
                 title="Model tokens: cached share of the prompt, all tenants",
                 left=[cached_share()],
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=100, label="%", show_units=False),
-                # The replies' usage as the model reported it, summed over the tenants.
+                # The replies' usage as the model reported it, over every tenant.
                 right=[
-                    all_tenants("InputTokens", "Input tokens"),
-                    all_tenants("CacheReadInputTokens", "Cache read tokens"),
-                    all_tenants("CacheWriteInputTokens", "Cache write tokens"),
-                    all_tenants("OutputTokens", "Output tokens"),
+                    usage_metric("InputTokens", "Input tokens"),
+                    usage_metric("CacheReadInputTokens", "Cache read tokens"),
+                    usage_metric("CacheWriteInputTokens", "Cache write tokens"),
+                    usage_metric("OutputTokens", "Output tokens"),
                 ],
             ),
+            # Per tenant from the log: a metric per tenant would cost $0.30 a month each.
+            cloudwatch.LogQueryWidget(
+                title="Model tokens by tenant (Logs Insights, reply_usage lines)",
+                log_group_names=[history_logs.log_group_name],
+                query_lines=list(TENANT_USAGE_QUERY),
+                view=cloudwatch.LogQueryVisualizationType.TABLE,
+                width=24,
+            ),
         )
+        if config.settings.tenant_usage_metrics:
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Model tokens of the tenants named in TENANT_USAGE_METRICS",
+                    left=[
+                        named_tenants("InputTokens", "input"),
+                        named_tenants("CacheReadInputTokens", "cache read"),
+                        named_tenants("CacheWriteInputTokens", "cache write"),
+                    ],
+                    right=[named_tenants("OutputTokens", "output")],
+                )
+            )

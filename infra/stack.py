@@ -46,6 +46,7 @@ class ConversationMemoryStack(Stack):
             # The function's metrics, not the alias's: they count every version and alias,
             # so a call that bypasses the alias still shows in the alarms.
             history=converse.function,
+            history_logs=converse.service.log_group,
             compactor=compaction.compactor.function,
             dead_letters=compaction.dead_letters,
             api=api.rest_api,

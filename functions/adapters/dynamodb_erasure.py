@@ -30,6 +30,8 @@ from adapters.conversation_store import ConversationKey, Deleted, Fence, format_
 from adapters.dynamodb_items import (
     FOLD_PREFIX,
     MARKER_PREFIX,
+    MEMORY_SK,
+    MEMORY_VERSION_ATTRIBUTE,
     RECORDED_AT,
     STATE_SK,
     TURN_PREFIX,
@@ -143,8 +145,33 @@ class DynamoDBErasure(DynamoDBTable):
 
     def _delete(self, key: ConversationKey, sort_keys: list[str], fence: Fence) -> int:
         markers = [item_key(key.partition, k) for k in sort_keys if k.startswith(MARKER_PREFIX)]
-        others = [item_key(key.partition, k) for k in sort_keys if not k.startswith(MARKER_PREFIX)]
-        return self._delete_batches(others) + self._delete_markers(markers, fence.erased_at)
+        others = [
+            item_key(key.partition, k)
+            for k in sort_keys
+            if not k.startswith(MARKER_PREFIX) and k != MEMORY_SK
+        ]
+        memory = MEMORY_SK in sort_keys and self._delete_memory(key, fence)
+        return (
+            self._delete_batches(others)
+            + self._delete_markers(markers, fence.erased_at)
+            + int(memory)
+        )
+
+    def _delete_memory(self, key: ConversationKey, fence: Fence) -> bool:
+        """The memory served before the fence; a compaction after the erase may have put a
+        new one meanwhile, which stays (the condition is the one `_covered` read)."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=item_key(key.partition, MEMORY_SK),
+                ConditionExpression=f"{MEMORY_VERSION_ATTRIBUTE} < :below",
+                ExpressionAttributeValues={":below": {"N": str(fence.folds_below)}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def _key_pages(self, key: ConversationKey) -> Iterator[tuple[list[Item], bool]]:
         """The partition's keys (and each marker's arrival), a page at a time, each with
@@ -153,8 +180,12 @@ class DynamoDBErasure(DynamoDBTable):
             "TableName": self._table,
             "KeyConditionExpression": "PK = :pk",
             "ExpressionAttributeValues": {":pk": {"S": key.partition}},
-            "ProjectionExpression": "#sk, #recorded",
-            "ExpressionAttributeNames": {"#sk": "SK", "#recorded": RECORDED_AT},
+            "ProjectionExpression": "#sk, #recorded, #version",
+            "ExpressionAttributeNames": {
+                "#sk": "SK",
+                "#recorded": RECORDED_AT,
+                "#version": MEMORY_VERSION_ATTRIBUTE,
+            },
             "ConsistentRead": True,
             "Limit": KEYS_PER_PAGE,
         }
@@ -217,8 +248,10 @@ class DynamoDBErasure(DynamoDBTable):
 
 def _covered(item: Mapping[str, Any], fence: Fence) -> bool:
     """The item was recorded before the fence: a turn that arrived at or before it, a
-    memory kept under an older compaction version, a marker recorded before it."""
+    memory (served or kept) of an older compaction version, a marker recorded before it."""
     sort_key = item["SK"]["S"]
+    if sort_key == MEMORY_SK:
+        return int(item.get(MEMORY_VERSION_ATTRIBUTE, {"N": "0"})["N"]) < fence.folds_below
     if sort_key.startswith(TURN_PREFIX) and sort_key != STATE_SK:
         return erased(position_of(sort_key), fence.erased_at)
     if sort_key.startswith(FOLD_PREFIX):

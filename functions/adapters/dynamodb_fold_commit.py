@@ -12,8 +12,15 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from adapters.conversation_store import ConversationKey, format_instant
-from adapters.dynamodb_items import STATE_SK, fold_item, item_key, turn_sort_key
+from adapters.conversation_store import ConversationKey
+from adapters.dynamodb_items import (
+    FOLD_ATTRIBUTES,
+    MEMORY_SK,
+    STATE_SK,
+    fold_item,
+    item_key,
+    turn_sort_key,
+)
 from adapters.dynamodb_table import DynamoDBTable
 from memory_core.conversation import Fold
 from memory_core.history_range import expires_at
@@ -69,11 +76,15 @@ class DynamoDBFoldCommit(DynamoDBTable):
         False when another compactor won: the loser neither overwrites nor
         loses a turn.
 
-        A new fold is also kept as its own item, `FOLD#<version>`, in the same
-        transaction: an answer records the version of the memory it served,
-        and a replay after later folds answers with that memory again. It lives
-        as long as any turn can (twice the retention, an upper bound of every
-        tenant's turn lifetime), since the compactor does not know the tenant's rules.
+        A new fold is written to the memory item the converse Query reads
+        (`TURN#~MEMORY`), in the transaction, not to the state, which every call
+        rewrites. Once committed, it is also kept as its own item, `FOLD#<version>`:
+        an answer records the version of the memory it served, and a replay after
+        later folds answers with that memory again. (Should that write fail, the
+        compaction is still done; such a replay then leaves the memory out and logs
+        it, as it does for a memory past its TTL.) Both live as long as any turn can (twice the
+        retention, an upper bound of every tenant's turn lifetime), since the
+        compactor does not know the tenant's rules.
         """
         values: dict[str, Any] = {
             ":version": {"N": str(expected_version + 1)},
@@ -87,18 +98,8 @@ class DynamoDBFoldCommit(DynamoDBTable):
         removals = ["leaseUntil", "foldingThrough"]
         removals += [f"lateTurns[{index}]" for index in range(late_passed)]
         if fold is not None:
-            sets += [
-                "foldSummary = :summary",
-                "foldCoversFrom = :from",
-                "foldCoversUntil = :until",
-                "turnsFolded = :folded",
-            ]
-            values[":summary"] = {"S": fold.summary}
-            values[":from"] = {"S": format_instant(fold.covers_from)}
-            values[":until"] = {"S": format_instant(fold.covers_until)}
-            values[":folded"] = {"N": str(fold.turns_folded)}
-            sets.append("foldSummaryVersion = :summary_version")
-            values[":summary_version"] = {"N": str(fold.version)}
+            # The memory moves to its own item; a state written before carried it.
+            removals += FOLD_ATTRIBUTES
         condition = _compaction_version_is(expected_version, values)
         update = (
             "SET "
@@ -110,7 +111,9 @@ class DynamoDBFoldCommit(DynamoDBTable):
             return self._update_state_if(
                 key, update, f"attribute_exists(SK) AND {condition}", values
             )
-        kept = fold_item(key.partition, fold, ttl=expires_at(self._now(), 2 * self._retention_days))
+        ttl = expires_at(self._now(), 2 * self._retention_days)
+        kept = fold_item(key.partition, fold, ttl=ttl)
+        served = fold_item(key.partition, fold, ttl=ttl, sort_key=MEMORY_SK)
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -123,13 +126,16 @@ class DynamoDBFoldCommit(DynamoDBTable):
                             "ExpressionAttributeValues": values,
                         }
                     },
-                    {"Put": self._put(kept)},
+                    {"Put": self._put(served)},
                 ]
             )
         except ClientError as error:
             if _state_check_failed(error):
                 return False
             raise
+        # After the commit, outside it: a plain write bills half a transactional one, and
+        # the copy is read only once a later fold has replaced this memory.
+        self._client.put_item(**self._put(kept))
         return True
 
     def clear_lease(

@@ -7,17 +7,23 @@ Single-table layout, every key prefixed by the tenant:
 | turn | `TENANT#t#CONTACT#c` | `TURN#<sentAt>#<recordedAt>#<turnId>` |
 | message-id marker | same | `MSGID#<turnId>` |
 | memory as a compaction wrote it | same | `FOLD#<compaction version>` |
+| the memory now served | same | `TURN#~MEMORY` |
 | conversation state | same | `TURN#~STATE` |
 
 The state item of a conversation with anything stored also carries the keys of
 the contacts index (`adapters.contacts_index`): `contactsShard`
 (`TENANT#t#SHARD#nn`) and `contactId`, written once, when the conversation starts.
 
-The state's sort key sorts after every turn (`~` follows the digits), so one
-newest-first Query reads the state and the newest turns of the history range
-together. Items are in the low-level client's shape, (de)serialised here by
-hand, because content travels as one JSON string attribute: DynamoDB's own map
-encoding would turn numbers inside tool inputs into Decimals and cost more to decode.
+The state's sort key sorts after every turn (`~` follows the digits), and the
+memory's between them, so one newest-first Query reads the state, the memory
+and the newest turns of the history range together. The memory has an item of
+its own so that the state, which every converse call and every reply rewrites
+in a transaction billed on the larger of its old and new sizes, stays small:
+only a compaction writes the summary.
+
+Items are in the low-level client's shape, (de)serialised here by hand, because
+content travels as one JSON string attribute: DynamoDB's own map encoding would
+turn numbers inside tool inputs into Decimals and cost more to decode.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ from memory_core.turns import TextCut, Turn, TurnPosition
 from memory_core.usage import TokenUsage
 
 STATE_SK = "TURN#~STATE"
+MEMORY_SK = "TURN#~MEMORY"
+"""The memory now served: after every turn, before the state (`M` sorts before `S`)."""
+MEMORY_VERSION_ATTRIBUTE = "foldSummaryVersion"
+"""A memory item's compaction version (`Fold.version`)."""
 TURN_PREFIX = "TURN#"
 MARKER_PREFIX = "MSGID#"
 FOLD_PREFIX = "FOLD#"
@@ -251,7 +261,11 @@ def marker_from(item: Mapping[str, Any]) -> RecordedTurn:
 # -- the conversation state and its memory -------------------------------------------
 
 
-def state_from(item: Mapping[str, Any]) -> ConversationState:
+def state_from(
+    item: Mapping[str, Any], memory: Mapping[str, Any] | None = None
+) -> ConversationState:
+    """The state, with the memory item read beside it; a state written before the memory
+    had an item of its own carries the memory itself, until its next fold."""
     lease = item.get("leaseUntil")
     recent = item.get("recentContact", {}).get("L", [])
     return ConversationState(
@@ -261,7 +275,7 @@ def state_from(item: Mapping[str, Any]) -> ConversationState:
         unfolded_tokens=max(0, _number(item, "unfoldedTokens")),
         unfolded_turns=max(0, _number(item, "unfoldedTurns")),
         lease_until=datetime.fromtimestamp(int(lease["N"]), UTC) if lease else None,
-        fold=fold_from(item),
+        fold=fold_from(memory if memory is not None else item),
         watermark=_position(item, "foldWatermark"),
         folding_through=_position(item, "foldingThrough"),
         late_turns=tuple(_late_turn(v["M"]) for v in item.get("lateTurns", {}).get("L", [])),
@@ -296,10 +310,11 @@ def _late_turn(entry: Mapping[str, Any]) -> LateTurn:
     return LateTurn(position_of(entry["sk"]["S"]), int(entry["tokens"]["N"]))
 
 
-def fold_item(partition: str, fold: Fold, *, ttl: int) -> Item:
-    """The memory a compaction wrote, kept as its own item under its version."""
+def fold_item(partition: str, fold: Fold, *, ttl: int, sort_key: str | None = None) -> Item:
+    """The memory a compaction wrote, kept as its own item under its version; with
+    `sort_key=MEMORY_SK`, the memory now served."""
     return {
-        **item_key(partition, fold_sort_key(fold.version)),
+        **item_key(partition, sort_key or fold_sort_key(fold.version)),
         "foldSummary": {"S": fold.summary},
         "foldCoversFrom": {"S": format_instant(fold.covers_from)},
         "foldCoversUntil": {"S": format_instant(fold.covers_until)},
@@ -309,8 +324,18 @@ def fold_item(partition: str, fold: Fold, *, ttl: int) -> Item:
     }
 
 
+FOLD_ATTRIBUTES = (
+    "foldSummary",
+    "foldCoversFrom",
+    "foldCoversUntil",
+    "turnsFolded",
+    "foldSummaryVersion",
+)
+"""A memory's attributes: on its own items, and on a state written before it had one."""
+
+
 def fold_from(item: Mapping[str, Any]) -> Fold | None:
-    """The fold in a state item or a memory item (the two use the same attributes)."""
+    """The fold in a memory item or an older state item (the two use the same attributes)."""
     if "foldSummary" not in item:
         return None
     covers_from = _instant(item, "foldCoversFrom")

@@ -19,6 +19,7 @@ from adapters.conversation_store import (
     format_instant,
 )
 from adapters.dynamodb_items import (
+    MEMORY_SK,
     STATE_SK,
     TTL_ATTRIBUTE,
     TURN_PREFIX,
@@ -37,7 +38,7 @@ from adapters.dynamodb_items import (
 )
 from adapters.dynamodb_table import DynamoDBTable
 from memory_core.conversation import NEW_CONVERSATION, ConversationState, Fold
-from memory_core.erasure import erased
+from memory_core.erasure import erased, memory_erased
 from memory_core.history_range import is_expired
 from memory_core.turns import Turn, TurnPosition
 
@@ -54,18 +55,26 @@ class DynamoDBReads(DynamoDBTable):
         The first page comes back with the state; later pages are fetched only
         if the reader asks for them (the window usually stops within the first).
         """
-        pages = self._query_pages(key, since, page_size)
+        # One more item a page: the memory's, between the state and the turns.
+        pages = self._query_pages(key, since, page_size + 1)
         first = next(pages)
         state = NEW_CONVERSATION
         items = first
         if items and items[0]["SK"]["S"] == STATE_SK:
-            state = self._live_state(items[0])
-            items = items[1:]
+            state_item, items = items[0], items[1:]
+            memory = None
+            if items and items[0]["SK"]["S"] == MEMORY_SK:
+                memory, items = items[0], items[1:]
+            state = self._live_state(state_item, memory)
         return Snapshot(state, self._turns(items, pages, before, state.erased_at))
 
-    def _live_state(self, item: Mapping[str, Any]) -> ConversationState:
-        """The state, or a fresh one where its TTL passed (the version is kept for the lock)."""
-        state = state_from(item)
+    def _live_state(
+        self, item: Mapping[str, Any], memory: Mapping[str, Any] | None = None
+    ) -> ConversationState:
+        """The state with its memory, or a fresh one where its TTL passed (the version is
+        kept for the lock). A memory past its TTL or from before the latest erase (which
+        deletes it behind the fence) is none."""
+        state = state_from(item, self._memory_served(memory, item))
         ttl = item.get(TTL_ATTRIBUTE)
         if ttl and is_expired(int(ttl["N"]), self._now()):
             # The lock and the compaction marks stay: the commit's conditions compare them.
@@ -81,8 +90,36 @@ class DynamoDBReads(DynamoDBTable):
         return state
 
     def state(self, key: ConversationKey) -> ConversationState | None:
-        item = self._read_item(key.partition, STATE_SK)
-        return state_from(item) if item else None
+        """The state and its memory: both items in one Query, as a converse reads them."""
+        response = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :memory AND :state",
+            ExpressionAttributeValues={
+                ":pk": {"S": key.partition},
+                ":memory": {"S": MEMORY_SK},
+                ":state": {"S": STATE_SK},
+            },
+            ConsistentRead=True,
+        )
+        by_key = {item["SK"]["S"]: item for item in response.get("Items", [])}
+        item = by_key.get(STATE_SK)
+        if item is None:
+            return None
+        return state_from(item, self._memory_served(by_key.get(MEMORY_SK), item))
+
+    def _memory_served(
+        self, memory: Mapping[str, Any] | None, state_item: Mapping[str, Any]
+    ) -> Mapping[str, Any] | None:
+        """The memory item, or an empty one where it does not count: past its TTL (DynamoDB
+        deletes lazily), or written before the latest erase and not deleted yet."""
+        if memory is None:
+            return None
+        if is_expired(int(memory[TTL_ATTRIBUTE]["N"]), self._now()):
+            return {}
+        fold = fold_from(memory)
+        if fold is not None and memory_erased(fold, state_from(state_item).erased_at):
+            return {}
+        return memory
 
     def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None:
         item = self._read_item(key.partition, marker_sort_key(turn_id))

@@ -47,7 +47,7 @@ metrics = Metrics()
 
 SETTINGS = load_settings()
 ENVIRONMENT = load_environment()
-TELEMETRY = PowertoolsTelemetry(logger, metrics)
+TELEMETRY = PowertoolsTelemetry(logger, metrics, tenant_metrics=SETTINGS.tenant_usage_metrics)
 
 
 def _rules_source(environment: Environment, settings: Settings) -> RulesSource:

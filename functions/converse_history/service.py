@@ -81,7 +81,7 @@ class Telemetry(Protocol):
     def compaction_request_failed(self, key: ConversationKey, error: Exception) -> None: ...
     def commit_retried(self, attempt: int) -> None: ...
     def replay_memory_missing(self, key: ConversationKey, version: int) -> None: ...
-    def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None: ...
+    def reply_usage(self, key: ConversationKey, usage: TokenUsage) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +201,7 @@ class ConverseService:
                 turn = Turn(turn.id, turn.role, turn.content, duplicate.first.position.sent_at)
             else:
                 if usage is not None:
-                    self._telemetry.reply_usage(tenant_id, usage)
+                    self._telemetry.reply_usage(key, usage)
             return {"turn": turn_view(turn)}
         raise ApiError(409, "conflict", "the conversation is busy; retry the same message id")
 

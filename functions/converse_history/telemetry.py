@@ -3,13 +3,15 @@
 Message bodies are never logged: turns are counted, measured and named by
 id, and their text stays out of the logs. Every line about one conversation
 names its tenant and contact (`ConversationKey.log_fields`), so that an operator can
-tell who is affected; the metrics carry no contact, whose every value would
-be a custom metric of its own.
+tell who is affected. The metrics carry no contact, and no tenant but those the
+`TENANT_USAGE_METRICS` setting names: every value of a dimension is a custom
+metric of its own, billed monthly, so what is counted per tenant is logged.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
@@ -27,13 +29,19 @@ USAGE_METRICS = (
     "CacheWriteInputTokens",
     "OutputTokens",
 )
-"""The model's token usage, per tenant: what the cached share is computed from."""
+"""The model's token usage, over all tenants: what the cached share is computed from."""
+REPLY_USAGE = "reply_usage"
+"""The message of the log line that gives each recorded reply's usage and tenant."""
 
 
 class PowertoolsTelemetry:
-    def __init__(self, logger: Logger, metrics: Metrics) -> None:
+    def __init__(
+        self, logger: Logger, metrics: Metrics, *, tenant_metrics: Iterable[str] = ()
+    ) -> None:
+        """`tenant_metrics`: the tenants whose usage metrics carry their name as well."""
         self._logger = logger
         self._metrics = metrics
+        self._tenant_metrics = frozenset(tenant_metrics)
 
     def window_bounded(self, key: ConversationKey, window: Window) -> None:
         self._logger.info(
@@ -120,29 +128,39 @@ class PowertoolsTelemetry:
         self._logger.error("rules_rejected", extra={"reason": reason})
         self._metrics.add_metric("RulesRejected", MetricUnit.Count, 1)
 
-    def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None:
-        """The model's tokens for a reply just recorded, under its tenant.
+    def reply_usage(self, key: ConversationKey, usage: TokenUsage) -> None:
+        """The model's tokens for a reply just recorded: logged under its tenant, counted.
 
-        The tenant is a dimension of these four only. The shared `Metrics` holds
-        one dimension set for everything it flushes at the end of the invocation,
-        so they go out at once in an EMF document of their own (`EphemeralMetrics`,
-        which shares nothing with it), with the same namespace and `service`. A
-        cache figure Bedrock left out counts 0, so the four always come together
-        and the cached share is never computed over a missing one.
+        The log line says who used them, for a Logs Insights query to sum by tenant
+        (README, the dashboard) at no cost per tenant. The four metrics have the
+        dimension `service` only, so their count stays flat however many tenants come;
+        a tenant named in `TENANT_USAGE_METRICS` has them under a second dimension set,
+        `service` and `tenant`, in the same EMF document (one value, counted under
+        both). The shared `Metrics` holds one dimension set for everything it flushes
+        at the end of the invocation, so they go out at once in a document of their
+        own (`EphemeralMetrics`, which shares nothing with it), with the same namespace
+        and `service`. A cache figure Bedrock left out counts 0, so the four always
+        come together and the cached share is never computed over a missing one.
         """
-        tenant_metrics = EphemeralMetrics(
-            namespace=self._metrics.namespace, service=self._metrics.service
+        # Bedrock's names, as the API takes them; in the order of USAGE_METRICS.
+        counted = {
+            "inputTokens": usage.input_tokens,
+            "cacheReadInputTokens": usage.cache_read,
+            "cacheWriteInputTokens": usage.cache_write,
+            "outputTokens": usage.output_tokens,
+        }
+        self._logger.info(
+            REPLY_USAGE,
+            extra={"tenant": key.tenant_id, "contactDigest": contact_digest(key), **counted},
         )
-        tenant_metrics.add_dimension(TENANT_DIMENSION, tenant_id)
-        figures = (
-            usage.input_tokens,
-            usage.cache_read,
-            usage.cache_write,
-            usage.output_tokens,
-        )
-        for name, value in zip(USAGE_METRICS, figures, strict=True):
-            tenant_metrics.add_metric(name, MetricUnit.Count, value)
-        tenant_metrics.flush_metrics()
+        service = self._metrics.service
+        usage_metrics = EphemeralMetrics(namespace=self._metrics.namespace, service=service)
+        if key.tenant_id in self._tenant_metrics:
+            named = {"service": service} if service else {}
+            usage_metrics.add_dimensions(**named, **{TENANT_DIMENSION: key.tenant_id})
+        for name, value in zip(USAGE_METRICS, counted.values(), strict=True):
+            usage_metrics.add_metric(name, MetricUnit.Count, value)
+        usage_metrics.flush_metrics()
 
     def usage_unreadable(self, key: ConversationKey, reason: str) -> None:
         """The model's reply came with a usage not in Bedrock's shape: recorded without it."""
@@ -163,5 +181,14 @@ def erasure_fields(key: ConversationKey, items: int, *, complete: bool) -> dict[
     """What a log line about an erase says: the tenant, a digest of the contact (its id may
     be personal data: a phone number), and what was deleted; never what was said. The
     digest still lets an operator show which request was carried out."""
-    digest = hashlib.sha256(f"{key.tenant_id}\x00{key.contact_id}".encode()).hexdigest()[:16]
-    return {"tenant": key.tenant_id, "contactDigest": digest, "items": items, "complete": complete}
+    return {
+        "tenant": key.tenant_id,
+        "contactDigest": contact_digest(key),
+        "items": items,
+        "complete": complete,
+    }
+
+
+def contact_digest(key: ConversationKey) -> str:
+    """The contact, where its id (maybe personal data: a phone number) has no need to be."""
+    return hashlib.sha256(f"{key.tenant_id}\x00{key.contact_id}".encode()).hexdigest()[:16]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from memory_core.conversation import Fold
 from memory_core.turns import Turn, TurnPosition
 
 RESOLUTION = timedelta(microseconds=1)
@@ -27,6 +28,12 @@ RESOLUTION = timedelta(microseconds=1)
 def erased(position: TurnPosition, erased_at: datetime | None) -> bool:
     """At or before the conversation's latest erase: never served again."""
     return erased_at is not None and position.sent_at <= erased_at
+
+
+def memory_erased(fold: Fold, erased_at: datetime | None) -> bool:
+    """A memory of turns at or before the latest erase: it is never served again. (A fold
+    made after an erase covers turns placed after its fence only.)"""
+    return erased_at is not None and fold.covers_until <= erased_at
 
 
 def marker_erased(recorded_at: datetime, erased_at: datetime | None) -> bool:

@@ -9,11 +9,21 @@ purpose: the two are halves of one memory and are validated as one.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.trim import TrimShape
 from memory_core.window import WindowLimits
 
@@ -49,6 +59,38 @@ class Settings(BaseModel):
     compaction_lease_seconds: PositiveInt = Field(
         900, description="how long a requested compaction blocks another; a lost one expires"
     )
+    tenant_usage_metrics: tuple[str, ...] = Field(
+        (),
+        description="tenants whose token usage metrics also carry a `tenant` dimension",
+    )
+    """Comma-separated tenant ids; none by default. Every dimension value is a custom
+    metric billed on its own, so the model's token usage goes to CloudWatch as
+    service-wide totals, and per tenant to the log (`PowertoolsTelemetry.reply_usage`);
+    the tenants named here get the four metrics under their name as well."""
+
+    @field_validator("tenant_usage_metrics", mode="before")
+    @classmethod
+    def _tenant_ids(cls, value: object) -> object:
+        """`acme, globex` as the environment gives it; each a tenant id, none twice."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",")] if value.strip() else []
+        if not isinstance(value, list | tuple):
+            return value  # pydantic names the type
+        problems = [
+            "an empty id (a comma too many)"
+            if tenant == ""
+            else f"{tenant!r} is not a tenant id (ids match {TENANT_ID_PATTERN})"
+            for tenant in dict.fromkeys(value)
+            if not isinstance(tenant, str) or not re.fullmatch(TENANT_ID_PATTERN, tenant)
+        ]
+        problems += [
+            f"{tenant!r} is named twice"
+            for tenant in dict.fromkeys(value)
+            if isinstance(tenant, str) and value.count(tenant) > 1
+        ]
+        if problems:
+            raise ValueError("comma-separated tenant ids expected: " + "; ".join(problems))
+        return tuple(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -94,6 +136,13 @@ class Settings(BaseModel):
             "before the fold absorbs it, held by neither."
         )
 
+    def as_environment(self) -> dict[str, str]:
+        """The variables that give these settings, one per field (a Lambda's environment)."""
+        return {
+            name.upper(): ",".join(value) if isinstance(value, tuple) else str(value)
+            for name, value in self
+        }
+
     @property
     def trim_shape(self) -> TrimShape:
         return TrimShape.for_budget(self.history_message_max_tokens)
@@ -130,6 +179,8 @@ def from_environment(model: type[M], environ: Mapping[str, str] | None, what: st
 
 
 FIELDS = tuple(Settings.model_fields)
+COUNTS = tuple(name for name, field in Settings.model_fields.items() if field.annotation is int)
+"""The settings that are positive integers: all but `tenant_usage_metrics`."""
 _POSITIVE_INTEGER_ERRORS = {"int_type", "int_parsing", "int_from_float", "greater_than"}
 
 

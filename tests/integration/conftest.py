@@ -127,6 +127,14 @@ class Api:
         ).get("Item")
         return dict(item) if item else None
 
+    def memory_item(self, tenant: str = "acme", contact: str = "c1") -> dict[str, Any]:
+        """The memory now served (`TURN#~MEMORY`); empty when no fold was made."""
+        item = self.dynamodb.get_item(
+            TableName=TABLE,
+            Key={"PK": {"S": f"TENANT#{tenant}#CONTACT#{contact}"}, "SK": {"S": "TURN#~MEMORY"}},
+        ).get("Item")
+        return dict(item) if item else {}
+
     def items(self) -> list[dict[str, Any]]:
         return list(self.dynamodb.scan(TableName=TABLE)["Items"])
 

@@ -51,11 +51,13 @@ def test_a_long_conversation_is_folded_and_the_next_converse_returns_the_memory(
     assert run(compactor, *requests) == {"batchItemFailures": []}
     state = api.state("roomy")
     assert state["foldVersion"]["N"] == "1"
-    assert int(state["turnsFolded"]["N"]) >= 20
+    folded = api.memory_item("roomy")["turnsFolded"]["N"]
+    assert int(folded) >= 20
     assert "leaseUntil" not in state
+    assert "foldSummary" not in state  # the memory has its own item
     _, body = api.converse("what did we cover?", tenant="roomy")
     memory = body["memory"]
-    assert memory["turnsFolded"] == int(state["turnsFolded"]["N"])
+    assert memory["turnsFolded"] == int(folded)
     assert "answer 19" in memory["summary"]
     assert body["converse"]["system"][0]["text"].endswith(memory["summary"])
     assert body["converse"]["system"][1] == {"cachePoint": {"type": "default"}}
@@ -104,7 +106,7 @@ def test_each_compaction_folds_only_the_turns_newer_than_the_watermark(api):
     api.reply("a new answer", tenant="roomy")
     run(compactor, request_record("roomy", "c1", "m-2"))
     assert seen == [2]
-    assert api.state("roomy")["turnsFolded"]["N"] == "32"
+    assert api.memory_item("roomy")["turnsFolded"]["N"] == "32"
 
 
 def test_two_compactors_racing_on_one_conversation_produce_one_fold(api):
@@ -127,7 +129,7 @@ def test_two_compactors_racing_on_one_conversation_produce_one_fold(api):
     assert outcome.outcome.value == "lost_race"
     state = api.state("roomy")
     assert state["foldVersion"]["N"] == "1"
-    assert state["turnsFolded"]["N"] == "30"
+    assert api.memory_item("roomy")["turnsFolded"]["N"] == "30"
     assert state["unfoldedTurns"]["N"] == "0"
 
 
@@ -172,7 +174,7 @@ def test_a_request_for_a_conversation_with_nothing_to_fold_does_nothing(api):
 def test_the_summary_stays_within_its_cap(api, chars):
     talk(api, 30, chars=chars)
     run(api.compactor(MEMORY_SUMMARY_MAX_TOKENS="200"), request_record("roomy", "c1"))
-    summary = api.state("roomy")["foldSummary"]["S"]
+    summary = api.memory_item("roomy")["foldSummary"]["S"]
     assert 150 < estimate_tokens(summary) <= 200
 
 

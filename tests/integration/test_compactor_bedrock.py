@@ -63,9 +63,9 @@ def test_the_request_names_the_model_the_prompt_and_the_cap_and_the_summary_is_s
     stub.add_response("converse", answer("Fees of 1,200 EUR per matter, due 15 March."), expected)
     assert fold(compactor) == {"batchItemFailures": []}
     stub.assert_no_pending_responses()
-    state = conversation.state("roomy")
-    assert state["foldSummary"]["S"] == "Fees of 1,200 EUR per matter, due 15 March."
-    assert state["turnsFolded"]["N"] == "12"
+    memory = conversation.memory_item("roomy")
+    assert memory["foldSummary"]["S"] == "Fees of 1,200 EUR per matter, due 15 March."
+    assert memory["turnsFolded"]["N"] == "12"
 
 
 def test_the_prompt_carries_the_previous_summary_and_only_the_new_turns(conversation, bedrock):
@@ -127,7 +127,7 @@ def test_a_failed_record_comes_back_and_folds_on_the_retry(conversation, bedrock
     stub.add_response("converse", answer("Folded on the second try."))
     assert fold(compactor)["batchItemFailures"]
     assert fold(compactor) == {"batchItemFailures": []}
-    assert conversation.state("roomy")["foldSummary"]["S"] == "Folded on the second try."
+    assert conversation.memory_item("roomy")["foldSummary"]["S"] == "Folded on the second try."
 
 
 def test_the_bedrock_summariser_needs_a_model_id(conversation):

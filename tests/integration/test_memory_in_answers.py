@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 from adapters.conversation_store import format_instant
 from adapters.dynamodb_store import STATE_SK, turn_sort_key
+from local.proxy_events import LambdaContextStandIn
 from memory_core.turns import TurnPosition
 from tests.integration.conftest import TABLE, minutes_ago
 
@@ -55,3 +56,29 @@ def test_a_fold_older_than_history_days_is_not_returned(make_api):
     assert body["history"] == []
     _, memory = api.request("GET", "/v1/tenants/acme/contacts/c1/memory")
     assert memory["memory"] is None
+
+
+def test_a_state_that_carries_its_memory_is_served_until_its_next_fold_moves_it_out(api):
+    """Conversations stored before the memory had an item of its own keep being served
+    from the state; their next fold writes the memory item and takes it off the state,
+    which every later call then rewrites at its small size."""
+    start = minutes_ago(200)
+    for n in range(12):
+        api.converse(f"question {n} " + "about fees " * 30, sent_at=start + timedelta(minutes=n))
+    write_fold(api, start - timedelta(minutes=1), summary="Before: fees of clause 7.")
+    _, body = api.converse("and the fees?", sent_at=start + timedelta(minutes=20))
+    assert body["memory"]["summary"] == "Before: fees of clause 7."
+    assert api.memory_item() == {}
+
+    requests = api.received()
+    assert requests, "the unfolded turns ask for a fold"
+    compactor = api.compactor()
+    folded = compactor.lambda_handler({"Records": requests}, LambdaContextStandIn("compactor"))
+    assert folded == {"batchItemFailures": []}
+
+    state = api.state() or {}
+    assert not {"foldSummary", "foldCoversFrom", "foldCoversUntil", "turnsFolded"} & set(state)
+    memory = api.memory_item()
+    assert "Before: fees of clause 7." in memory["foldSummary"]["S"]  # folded on
+    _, after = api.converse("so?", sent_at=start + timedelta(minutes=30))
+    assert after["memory"]["summary"] == memory["foldSummary"]["S"]

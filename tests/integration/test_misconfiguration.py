@@ -27,7 +27,7 @@ from compactor.environment import load_compactor_environment
 from adapters.rules_source import AppConfigRulesSource, FileRulesSource
 from converse_history.environment import load_environment
 from memory_core.rules import InvalidRules, parse_rules
-from memory_core.settings import FIELDS, InvalidSettings, load_settings
+from memory_core.settings import COUNTS, FIELDS, InvalidSettings, load_settings
 from tests.support.reliability import tally
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ CROSS_FIELD = [
 
 def test_every_setting_with_every_bad_value_is_refused_naming_the_variable():
     failures = []
-    for name in FIELDS:
+    for name in COUNTS:
         variable = name.upper()
         for bad in NOT_POSITIVE_INTEGERS:
             try:
@@ -106,8 +106,27 @@ def test_every_setting_with_every_bad_value_is_refused_naming_the_variable():
             else:
                 failures.append(f"{variable}={bad!r}: accepted")
     assert not failures, "\n".join(failures)
-    assert len(FIELDS) == 8  # a new setting joins this table by itself
-    tally("Misconfiguration", inputs_tried=len(FIELDS) * len(NOT_POSITIVE_INTEGERS))
+    assert len(COUNTS) == 8  # a new number joins this table by itself
+    tally("Misconfiguration", inputs_tried=len(COUNTS) * len(NOT_POSITIVE_INTEGERS))
+
+
+NOT_TENANT_LISTS = ["acme,", ",acme", "acme,,globex", "acme globex", "acme;globex", "-acme"]
+"""What an operator might type where comma-separated tenant ids belong."""
+
+
+def test_every_bad_tenant_list_is_refused_naming_the_variable():
+    failures = []
+    for bad in [*NOT_TENANT_LISTS, "acme,acme", "a" * 65]:
+        try:
+            load_settings({"TENANT_USAGE_METRICS": bad})
+        except InvalidSettings as refused:
+            if "TENANT_USAGE_METRICS: comma-separated tenant ids expected: " not in str(refused):
+                failures.append(f"{bad!r}: {refused}")
+        else:
+            failures.append(f"{bad!r}: accepted")
+    assert not failures, "\n".join(failures)
+    assert [name for name in FIELDS if name not in COUNTS] == ["tenant_usage_metrics"]
+    tally("Misconfiguration", inputs_tried=len(NOT_TENANT_LISTS) + 2)
 
 
 @pytest.mark.parametrize(("environ", "named"), CROSS_FIELD)
@@ -119,7 +138,7 @@ def test_settings_that_disagree_are_refused_naming_every_field_involved(environ,
 
 
 def test_several_bad_settings_are_all_reported_at_once():
-    environ = {name.upper(): "0" for name in FIELDS}
+    environ = {name.upper(): "0" for name in COUNTS} | {"TENANT_USAGE_METRICS": "acme,"}
     reason = refusal(lambda: load_settings(environ), InvalidSettings)
     assert all(name.upper() in reason for name in FIELDS)
     tally("Misconfiguration", inputs_tried=1)
@@ -376,6 +395,7 @@ def cold_starts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     rows: dict[str, tuple[str, dict[str, str | None]]] = {
         "converse, good": (CONVERSE, {}),
         "converse, max messages 0": (CONVERSE, {"HISTORY_WINDOW_MAX_MESSAGES": "0"}),
+        "converse, tenant usage metrics": (CONVERSE, {"TENANT_USAGE_METRICS": "acme,"}),
         "converse, rate limit": (
             CONVERSE,
             {
@@ -401,6 +421,7 @@ def cold_starts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 COLD_STARTS = [
     ("converse, max messages 0", "HISTORY_WINDOW_MAX_MESSAGES: must be a positive integer"),
+    ("converse, tenant usage metrics", "TENANT_USAGE_METRICS: comma-separated tenant ids"),
     ("converse, rate limit", "tenant 'acme', field rateLimit.perSeconds"),
     ("converse, history above retention", "must be <= TURN_RETENTION_DAYS (10)"),
     ("compactor, bedrock without model", "BEDROCK_MODEL_ID"),

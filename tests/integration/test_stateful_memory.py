@@ -39,7 +39,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from adapters.conversation_store import ConversationKey
-from adapters.dynamodb_items import STATE_SK, fold_sort_key, marker_sort_key, turn_sort_key
+from adapters.dynamodb_items import (
+    MEMORY_SK,
+    STATE_SK,
+    fold_sort_key,
+    marker_sort_key,
+    turn_sort_key,
+)
 from adapters.summariser import OfflineSummariser, Summary
 from converse_history.access import Caller
 from converse_history.erase import ITEMS_PER_INVOCATION, ContactErasure, ErasureDeletion
@@ -372,6 +378,8 @@ class MemoryMachine(RuleBasedStateMachine):
             if marker.position.recorded_at <= erased_at
         ]
         keys += [fold_sort_key(version) for version in conversation.folds if version < folds_below]
+        if conversation.served is not None and conversation.served < folds_below:
+            keys.append(MEMORY_SK)
         return sorted(keys)
 
     def _erase(self, budget: int) -> list[str]:
@@ -811,6 +819,7 @@ class MemoryMachine(RuleBasedStateMachine):
         expected = [turn_sort_key(_position(t)) for t in self.ref.turns]
         expected += [marker_sort_key(t.id) for t in self.ref.turns]
         expected += [fold_sort_key(version) for version in self.ref.fold_versions]
+        expected += [MEMORY_SK] if self.ref.fold_versions else []  # the memory served
         expected += [STATE_SK] if self.ref.state_written else []
         if not self.queue.erasures:
             assert keys == sorted(expected)

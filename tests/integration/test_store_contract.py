@@ -412,7 +412,8 @@ def again(n: int, role: str = "user") -> Turn:
 def build_a_conversation(store: Any) -> None:
     """Messages, replies, a memory kept, a lease and an edge: all an erase has to take.
 
-    Ten items: four turns, their four markers, the memory kept and the state.
+    Eleven items: four turns, their four markers, the memory served, the memory kept
+    and the state.
     """
     record(store, turn(0), 0, listed=True)
     store.record_reply(KEY, turn(1, "assistant"), 3, lifetime_days=30, usage=TokenUsage(1, 2))
@@ -441,7 +442,7 @@ def test_an_erase_hides_every_turn_marker_memory_and_counter_at_once(store):
     assert store.state(KEY).listed
     assert store.fence_off(KEY, FENCE) == Fence(FENCE, 2, state_erased=True)
     # Nothing is deleted yet; nothing is served either.
-    assert len(stored_keys(store)) == 10
+    assert len(stored_keys(store)) == 11
     assert store.state(KEY) == ERASED
     assert snapshot_of(store, LATER) == (ERASED, [])
     assert store.unfolded_turns(KEY, None, 10, erased_at=FENCE) == []
@@ -484,7 +485,7 @@ def test_the_deletion_leaves_nothing_but_the_erased_state(store):
     record(store, turn(0), 0, key=other)
     build_a_conversation(store)
     fence = store.fence_off(KEY, FENCE)
-    assert store.delete_fenced(KEY, fence, max_items=100) == Deleted(9, complete=True)
+    assert store.delete_fenced(KEY, fence, max_items=100) == Deleted(10, complete=True)
     assert stored_keys(store) == [STATE_SK]
     assert store.state(KEY) == ERASED
     assert (store.recorded(KEY, "t000"), store.fold_at(KEY, 1)) == (None, None)
@@ -502,14 +503,14 @@ def test_a_deletion_out_of_budget_says_so_and_the_next_one_finishes(store):
     assert first.items >= 2
     assert not first.complete
     rest = store.delete_fenced(KEY, fence, max_items=100)
-    assert (first.items + rest.items, rest.complete) == (9, True)
+    assert (first.items + rest.items, rest.complete) == (10, True)
     assert stored_keys(store) == [STATE_SK]
 
 
 def test_a_deletion_whose_budget_is_just_what_the_fence_covers_is_complete(store):
     build_a_conversation(store)
     fence = store.fence_off(KEY, FENCE)
-    assert store.delete_fenced(KEY, fence, max_items=9) == Deleted(9, complete=True)
+    assert store.delete_fenced(KEY, fence, max_items=10) == Deleted(10, complete=True)
 
 
 def test_a_marker_put_again_after_the_fence_survives_the_deletion(store):

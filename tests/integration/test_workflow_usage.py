@@ -3,8 +3,8 @@
 The synthesized definition runs in aws-local-stepfunctions (as in
 test_workflow_execution.py): AskTheModel's ResultSelector must carry Bedrock's
 `Usage` whole, with or without its cache members, and RecordTheReply hands it
-to the history Lambda, which keeps it on the reply's turn and emits the tenant's
-token metrics, once, however often the task is retried.
+to the history Lambda, which keeps it on the reply's turn, emits the token
+metrics and logs them under the tenant, once, however often the task is retried.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_reply_usage import counted, stored_usage
+from tests.integration.test_reply_usage import counted, logged, stored_usage
 from tests.integration.test_workflow_execution import Workflow, definition
 from tests.support.bedrock_stand_in import BedrockStandIn
 from tests.support.local_state_machine import TaskFailed
@@ -94,7 +94,7 @@ def test_the_reply_is_recorded_with_the_models_usage_and_counted_for_the_tenant(
     input_tokens, cache_read, cache_write, output_tokens = metrics
     assert counted(capsys.readouterr().out) == [
         {
-            "tenant": "acme",
+            "tenant": None,  # the service's totals: no tenant is named in TENANT_USAGE_METRICS
             "InputTokens": input_tokens,
             "CacheReadInputTokens": cache_read,
             "CacheWriteInputTokens": cache_write,
@@ -103,7 +103,7 @@ def test_the_reply_is_recorded_with_the_models_usage_and_counted_for_the_tenant(
     ]
 
 
-def test_a_record_retried_after_its_commit_counts_the_usage_once(workflow, capsys):
+def test_a_record_retried_after_its_commit_counts_the_usage_once(workflow, logs, capsys):
     failed: list[bool] = []
 
     def fails_once_after_its_commit(payload: dict[str, Any]) -> Any:
@@ -119,7 +119,9 @@ def test_a_record_retried_after_its_commit_counts_the_usage_once(workflow, capsy
     assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
     assert execution.attempts("RecordTheReply") == 2
     assert len(reply_usage_stored(workflow)) == 1
-    assert [c["InputTokens"] for c in counted(capsys.readouterr().out)] == [12]
+    output = logs.getvalue() + capsys.readouterr().out
+    assert [c["InputTokens"] for c in counted(output)] == [12]
+    assert [(line["tenant"], line["inputTokens"]) for line in logged(output)] == [("acme", 12)]
     assert workflow.counters()["turnsRecorded"] == 2
 
 

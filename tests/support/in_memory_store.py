@@ -42,6 +42,7 @@ from adapters.conversation_store import (
     encode_content,
 )
 from adapters.dynamodb_items import (
+    MEMORY_SK,
     STATE_SK,
     fold_sort_key,
     marker_sort_key,
@@ -65,9 +66,15 @@ class _Conversation:
     state_expiry: int | None = None
     folds: dict[int, tuple[Fold, int]] = field(default_factory=dict)
     """Each memory a compaction wrote, by version, with its expiry."""
+    served: int | None = None
+    """The version of the memory now served, which DynamoDB keeps as an item of its own
+    (`TURN#~MEMORY`) until an erase deletes it."""
 
     def holds_anything(self) -> bool:
-        return bool(self.state or self.turns or self.markers or self.folds)
+        return bool(self.state or self.turns or self.markers or self.folds or self.served)
+
+    def drop_served(self) -> None:
+        self.served = None
 
     def remove_turn(self, position: TurnPosition) -> None:
         index = bisect.bisect_left(self.positions, position)
@@ -312,6 +319,7 @@ class InMemoryConversationStore:
             if fold is not None:
                 kept_until = expires_at(self._now(), 2 * self._retention_days)
                 conversation.folds[fold.version] = (fold, kept_until)
+                conversation.served = fold.version
             return True
 
     def clear_lease(
@@ -395,6 +403,11 @@ class InMemoryConversationStore:
                     if version < fence.folds_below
                 ),
                 *(
+                    [conversation.drop_served]
+                    if conversation.served is not None and conversation.served < fence.folds_below
+                    else []
+                ),
+                *(
                     functools.partial(conversation.markers.pop, turn_id)
                     for turn_id, marker in list(conversation.markers.items())
                     # One put again since the fence (the id sent anew) stays.
@@ -411,6 +424,7 @@ class InMemoryConversationStore:
         keys = [turn_sort_key(position) for position in conversation.positions]
         keys += [marker_sort_key(turn_id) for turn_id in conversation.markers]
         keys += [fold_sort_key(version) for version in conversation.folds]
+        keys += [MEMORY_SK] if conversation.served is not None else []
         keys += [STATE_SK] if conversation.state else []
         return sorted(keys)
 

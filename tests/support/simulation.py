@@ -111,8 +111,8 @@ class Observed:
     def replay_memory_missing(self, key: ConversationKey, version: int) -> None:
         self.memories_missing.append(version)
 
-    def reply_usage(self, tenant_id: str, usage: TokenUsage) -> None:
-        self.usage.append((tenant_id, usage))
+    def reply_usage(self, key: ConversationKey, usage: TokenUsage) -> None:
+        self.usage.append((key.tenant_id, usage))
 
     def folded(self, compaction: Compaction) -> None:
         self.compactions.append(compaction)

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core.erasure import RESOLUTION, erased, marker_erased, placed_after
+from memory_core.conversation import Fold
+from memory_core.erasure import RESOLUTION, erased, marker_erased, memory_erased, placed_after
 from memory_core.turns import Turn, TurnPosition
 
 FENCE = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -31,6 +32,19 @@ def test_a_marker_recorded_at_the_fence_is_erased_and_one_after_it_is_not():
     assert marker_erased(FENCE, FENCE)
     assert not marker_erased(FENCE + RESOLUTION, FENCE)
     assert not marker_erased(FENCE, None)
+
+
+def memory_until(until: datetime) -> Fold:
+    return Fold("the gist", until - timedelta(days=3), until, 12, version=4)
+
+
+def test_a_memory_ending_at_the_fence_is_erased_and_one_ending_after_it_is_not():
+    """A memory of turns at or before the erase is never served again; one made after it
+    covers turns placed after the fence only."""
+    assert memory_erased(memory_until(FENCE), FENCE)
+    assert memory_erased(memory_until(FENCE - RESOLUTION), FENCE)
+    assert not memory_erased(memory_until(FENCE + RESOLUTION), FENCE)
+    assert not memory_erased(memory_until(FENCE), None)
 
 
 @given(sent=instants, arrival=st.timedeltas(timedelta(0), timedelta(days=2)), now=instants)

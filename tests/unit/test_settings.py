@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.settings import InvalidSettings, Settings, load_settings
+from memory_core.settings import COUNTS, InvalidSettings, Settings, load_settings
 from memory_core.trim import TrimShape
 from memory_core.window import WindowLimits
 
@@ -23,13 +23,14 @@ DEFAULTS = {
     "MEMORY_SUMMARY_MAX_TOKENS": 800,
     "COMPACTION_LEASE_SECONDS": 900,
 }
+"""The numbers; `TENANT_USAGE_METRICS`, a list of tenants, is tested at the end."""
 BAD_VALUES = ["0", "-1", "1.5", "abc", ""]
 
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch):
     """No setting leaks in from the shell that runs the tests."""
-    for name in DEFAULTS:
+    for name in [*DEFAULTS, "TENANT_USAGE_METRICS"]:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -271,4 +272,69 @@ def test_the_summary_cap_may_not_exceed_the_window():
 
 
 def test_every_setting_is_a_documented_field():
-    assert set(DEFAULTS) == {name.upper() for name in Settings.model_fields}
+    assert set(DEFAULTS) | {"TENANT_USAGE_METRICS"} == {
+        name.upper() for name in Settings.model_fields
+    }
+    assert {name.upper() for name in COUNTS} == set(DEFAULTS)
+
+
+# --- TENANT_USAGE_METRICS: the tenants whose usage metrics carry a tenant dimension ---
+
+
+def test_no_tenant_gets_a_metric_dimension_by_default():
+    assert load_settings({}).tenant_usage_metrics == ()
+    assert load_settings({"TENANT_USAGE_METRICS": ""}).tenant_usage_metrics == ()
+    assert load_settings({"TENANT_USAGE_METRICS": "  "}).tenant_usage_metrics == ()
+
+
+@pytest.mark.parametrize(
+    ("value", "tenants"),
+    [
+        ("acme", ("acme",)),
+        ("acme,globex-legal", ("acme", "globex-legal")),
+        (" acme , Globex_2 ", ("acme", "Globex_2")),
+        ("a" * 64, ("a" * 64,)),
+    ],
+)
+def test_tenants_are_named_comma_separated(value, tenants):
+    assert load_settings({"TENANT_USAGE_METRICS": value}).tenant_usage_metrics == tenants
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("acme,,globex", "an empty id (a comma too many)"),
+        ("acme,", "an empty id (a comma too many)"),
+        ("acme globex", "'acme globex' is not a tenant id"),
+        ("acme;globex", "'acme;globex' is not a tenant id"),
+        ("-acme", "'-acme' is not a tenant id"),
+        ("a" * 65, f"'{'a' * 65}' is not a tenant id"),
+        ("acme,ACME,acme", "'acme' is named twice"),
+        ('["acme"]', """'["acme"]' is not a tenant id"""),
+    ],
+)
+def test_a_bad_tenant_list_is_refused_with_the_reason(value, reason):
+    message = _refusal({"TENANT_USAGE_METRICS": value})
+    assert message.startswith("invalid service settings: TENANT_USAGE_METRICS: ")
+    assert reason in message
+    assert repr(value) in message
+    if "not a tenant id" in reason:
+        assert "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$" in message
+
+
+def test_the_settings_give_back_the_environment_they_came_from():
+    environ = {"TENANT_USAGE_METRICS": "acme,globex", "TURN_RETENTION_DAYS": "45"}
+    rendered = load_settings(environ).as_environment()
+    assert rendered["TENANT_USAGE_METRICS"] == "acme,globex"
+    assert rendered["TURN_RETENTION_DAYS"] == "45"
+    assert set(rendered) == {name.upper() for name in Settings.model_fields}
+    assert load_settings(rendered) == load_settings(environ)
+    assert load_settings({}).as_environment()["TENANT_USAGE_METRICS"] == ""
+
+
+def test_a_cold_start_with_a_bad_tenant_list_fails_with_the_reason():
+    started = _cold_start(TENANT_USAGE_METRICS="acme,globex legal")
+    assert started.returncode != 0
+    assert "InvalidSettings" in started.stderr
+    assert "TENANT_USAGE_METRICS: " in started.stderr
+    assert "'globex legal' is not a tenant id" in started.stderr
