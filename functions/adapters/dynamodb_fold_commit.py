@@ -82,9 +82,9 @@ class DynamoDBFoldCommit(DynamoDBTable):
         an answer records the version of the memory it served, and a replay after
         later folds answers with that memory again. (Should that write fail, the
         compaction is still done; such a replay then leaves the memory out and logs
-        it, as it does for a memory past its TTL.) Both live as long as any turn can (twice the
-        retention, an upper bound of every tenant's turn lifetime), since the
-        compactor does not know the tenant's rules.
+        it, as it does for a memory past its TTL.) Both live as long as any turn can
+        (twice the retention, an upper bound of every tenant's turn lifetime), since
+        the compactor does not know the tenant's rules.
         """
         values: dict[str, Any] = {
             ":version": {"N": str(expected_version + 1)},

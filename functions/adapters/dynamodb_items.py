@@ -261,11 +261,9 @@ def marker_from(item: Mapping[str, Any]) -> RecordedTurn:
 # -- the conversation state and its memory -------------------------------------------
 
 
-def state_from(
-    item: Mapping[str, Any], memory: Mapping[str, Any] | None = None
-) -> ConversationState:
-    """The state, with the memory item read beside it; a state written before the memory
-    had an item of its own carries the memory itself, until its next fold."""
+def state_from(item: Mapping[str, Any]) -> ConversationState:
+    """The state item's state. Its memory is read from the memory item beside it
+    (`DynamoDBReads`); a state written before that item existed carries its own."""
     lease = item.get("leaseUntil")
     recent = item.get("recentContact", {}).get("L", [])
     return ConversationState(
@@ -275,7 +273,7 @@ def state_from(
         unfolded_tokens=max(0, _number(item, "unfoldedTokens")),
         unfolded_turns=max(0, _number(item, "unfoldedTurns")),
         lease_until=datetime.fromtimestamp(int(lease["N"]), UTC) if lease else None,
-        fold=fold_from(memory if memory is not None else item),
+        fold=fold_from(item),
         watermark=_position(item, "foldWatermark"),
         folding_through=_position(item, "foldingThrough"),
         late_turns=tuple(_late_turn(v["M"]) for v in item.get("lateTurns", {}).get("L", [])),
@@ -319,7 +317,7 @@ def fold_item(partition: str, fold: Fold, *, ttl: int, sort_key: str | None = No
         "foldCoversFrom": {"S": format_instant(fold.covers_from)},
         "foldCoversUntil": {"S": format_instant(fold.covers_until)},
         "turnsFolded": {"N": str(fold.turns_folded)},
-        "foldSummaryVersion": {"N": str(fold.version)},
+        MEMORY_VERSION_ATTRIBUTE: {"N": str(fold.version)},
         TTL_ATTRIBUTE: {"N": str(ttl)},
     }
 
@@ -329,7 +327,7 @@ FOLD_ATTRIBUTES = (
     "foldCoversFrom",
     "foldCoversUntil",
     "turnsFolded",
-    "foldSummaryVersion",
+    MEMORY_VERSION_ATTRIBUTE,
 )
 """A memory's attributes: on its own items, and on a state written before it had one."""
 
@@ -349,7 +347,7 @@ def fold_from(item: Mapping[str, Any]) -> Fold | None:
         covers_until=covers_until,
         turns_folded=_number(item, "turnsFolded"),
         # A summary written before versions were kept: the state's compaction version.
-        version=_number(item, "foldSummaryVersion", _number(item, "foldVersion")),
+        version=_number(item, MEMORY_VERSION_ATTRIBUTE, _number(item, "foldVersion")),
     )
 
 

@@ -8,6 +8,7 @@ window reads (DynamoDB deletes them lazily, days late), and marked for the compa
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -74,7 +75,7 @@ class DynamoDBReads(DynamoDBTable):
         """The state with its memory, or a fresh one where its TTL passed (the version is
         kept for the lock). A memory past its TTL or from before the latest erase (which
         deletes it behind the fence) is none."""
-        state = state_from(item, self._memory_served(memory, item))
+        state = self._with_memory(state_from(item), memory)
         ttl = item.get(TTL_ATTRIBUTE)
         if ttl and is_expired(int(ttl["N"]), self._now()):
             # The lock and the compaction marks stay: the commit's conditions compare them.
@@ -105,21 +106,23 @@ class DynamoDBReads(DynamoDBTable):
         item = by_key.get(STATE_SK)
         if item is None:
             return None
-        return state_from(item, self._memory_served(by_key.get(MEMORY_SK), item))
+        return self._with_memory(state_from(item), by_key.get(MEMORY_SK))
 
-    def _memory_served(
-        self, memory: Mapping[str, Any] | None, state_item: Mapping[str, Any]
-    ) -> Mapping[str, Any] | None:
-        """The memory item, or an empty one where it does not count: past its TTL (DynamoDB
-        deletes lazily), or written before the latest erase and not deleted yet."""
+    def _with_memory(
+        self, state: ConversationState, memory: Mapping[str, Any] | None
+    ) -> ConversationState:
+        """The state with the memory item read beside it. Without one, the state as it was
+        read: a state written before the memory had an item carries its own, until its
+        next fold. A memory item past its TTL (DynamoDB deletes lazily) or written before
+        the latest erase (and not deleted yet) is no memory."""
         if memory is None:
-            return None
-        if is_expired(int(memory[TTL_ATTRIBUTE]["N"]), self._now()):
-            return {}
+            return state
         fold = fold_from(memory)
-        if fold is not None and memory_erased(fold, state_from(state_item).erased_at):
-            return {}
-        return memory
+        if is_expired(int(memory[TTL_ATTRIBUTE]["N"]), self._now()) or (
+            fold is not None and memory_erased(fold, state.erased_at)
+        ):
+            fold = None
+        return replace(state, fold=fold)
 
     def recorded(self, key: ConversationKey, turn_id: str) -> RecordedTurn | None:
         item = self._read_item(key.partition, marker_sort_key(turn_id))

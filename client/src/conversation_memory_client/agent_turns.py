@@ -12,9 +12,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conversation_memory_client.client import MemoryClient
 from conversation_memory_client.results import ConverseResult
 
-__all__ = ["USAGE_KEYS", "Escalated", "stored_tool_result", "stored_tool_use", "stored_usage"]
+__all__ = [
+    "USAGE_KEYS",
+    "Escalated",
+    "converse_blocks",
+    "stored_tool_result",
+    "stored_tool_use",
+    "stored_usage",
+]
 
 USAGE_KEYS = (
     "inputTokens",
@@ -82,3 +90,18 @@ def stored_usage(usage: Mapping[str, Any] | None) -> dict[str, int] | None:
     if not usage or "inputTokens" not in usage or "outputTokens" not in usage:
         return None
     return {key: int(usage[key]) for key in USAGE_KEYS if isinstance(usage.get(key), int)}
+
+
+def converse_blocks(
+    client: MemoryClient,
+    tenant_id: str,
+    contact_id: str,
+    content: list[dict[str, Any]],
+    *,
+    message_id: str | None = None,
+) -> ConverseResult:
+    """The contact's message, as the adapters hand it over: one text block goes as the
+    message's `text`, anything else as its `content` blocks."""
+    if len(content) == 1 and "text" in content[0]:
+        return client.converse(tenant_id, contact_id, content[0]["text"], message_id=message_id)
+    return client.converse(tenant_id, contact_id, content=content, message_id=message_id)

@@ -78,6 +78,7 @@ from langgraph.runtime import Runtime
 
 from conversation_memory_client.agent_turns import (
     Escalated,
+    converse_blocks,
     stored_tool_result,
     stored_tool_use,
     stored_usage,
@@ -200,12 +201,8 @@ class ServiceMemoryMiddleware(AgentMiddleware[ServiceMemoryState, Any, Any]):
 
     def _converse(self, incoming: HumanMessage, content: list[dict[str, Any]]) -> ConverseResult:
         message_id = self._message_id("human", incoming.id) if incoming.id else None
-        if len(content) == 1:
-            return self.client.converse(
-                self.tenant_id, self.contact_id, content[0]["text"], message_id=message_id
-            )
-        return self.client.converse(
-            self.tenant_id, self.contact_id, content=content, message_id=message_id
+        return converse_blocks(
+            self.client, self.tenant_id, self.contact_id, content, message_id=message_id
         )
 
     def _record_tool_round(self, messages: Sequence[BaseMessage]) -> None:

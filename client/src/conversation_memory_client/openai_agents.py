@@ -58,6 +58,7 @@ from agents.run_context import RunContextWrapper
 
 from conversation_memory_client.agent_turns import (
     Escalated,
+    converse_blocks,
     stored_tool_result,
     stored_tool_use,
 )
@@ -216,14 +217,9 @@ class ServiceSession:
 
     async def _converse(self, given: list[Item], wrapper: RunContextWrapper[Any] | None) -> None:
         content = [block for item in given for block in _message_blocks(item)]
-        if len(content) == 1:
-            result = await asyncio.to_thread(
-                self.client.converse, self.tenant_id, self.contact_id, content[0]["text"]
-            )
-        else:
-            result = await asyncio.to_thread(
-                self.client.converse, self.tenant_id, self.contact_id, content=content
-            )
+        result = await asyncio.to_thread(
+            converse_blocks, self.client, self.tenant_id, self.contact_id, content
+        )
         self.last = result
         self._history_read = None
         if result.escalated:

@@ -53,6 +53,7 @@ from strands.types.content import Message, Messages, SystemContentBlock
 
 from conversation_memory_client.agent_turns import (
     Escalated,
+    converse_blocks,
     stored_tool_result,
     stored_tool_use,
     stored_usage,
@@ -161,9 +162,7 @@ class ServiceMemory(ConversationManager):
 
     def _converse(self, message: Message) -> ConverseResult:
         content = [_incoming_block(block) for block in message["content"]]
-        if len(content) == 1 and "text" in content[0]:
-            return self.client.converse(self.tenant_id, self.contact_id, content[0]["text"])
-        return self.client.converse(self.tenant_id, self.contact_id, content=content)
+        return converse_blocks(self.client, self.tenant_id, self.contact_id, content)
 
     def _record_turn(
         self, role: str, content: list[dict[str, Any]], usage: dict[str, int] | None
