@@ -102,7 +102,7 @@ import pydantic, pydantic.main
 stage("import pydantic")
 from aws_lambda_powertools import Logger, Metrics
 stage("import Powertools Logger, Metrics")
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 import aws_lambda_powertools.event_handler.openapi.params
 stage("import Powertools event handler and its OpenAPI models")
 import memory_core.settings, memory_core.rules, memory_core.window
@@ -126,7 +126,7 @@ import adapters.rules_source as rules_source
 import memory_core.settings as settings
 timed(boto3, "client", "botocore client (dynamodb; sqs is made by the first compaction request)")
 # Built on the first GET /openapi.json; still timed, so that a document built at import shows.
-timed(APIGatewayRestResolver, "get_openapi_json_schema", "OpenAPI document")
+timed(APIGatewayHttpResolver, "get_openapi_json_schema", "OpenAPI document")
 timed(rules_source.FileRulesSource, "__init__", "rules file read and validated")
 timed(settings, "load_settings", "settings validated")
 before_handler = time.perf_counter()

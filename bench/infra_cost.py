@@ -35,7 +35,9 @@ request per invocation. Under moto the DynamoDB calls have no network in them
 the offline one (a Bedrock summariser adds its wait: see
 `usd_per_million_per_summariser_second`).
 
-**API Gateway**: the converse call and the reply are two REST requests.
+**API Gateway**: the converse call and the reply are two HTTP API requests,
+each under 512 KB (one metered step). What the same exchange cost over a REST
+API, the front door before, is `usd_per_million_exchanges_over_rest_api`.
 
 **SQS**: the converse handler's SendMessage calls (hooked on the client its
 queue makes), and the event source mapping's receives that returned messages
@@ -48,8 +50,8 @@ lines and its EMF metric documents, captured per invocation), plus the lines
 the stack adds to each request outside the code, sized from their formats:
 Lambda's START, END and REPORT lines (with the X-Ray trace line of active
 tracing), and the API stage's access-log line (`infra/api.py`'s
-`json_with_standard_fields`). Priced as ingestion (storage, after compression,
-is left out).
+`ACCESS_LOG_FIELDS`). Priced as ingestion (storage, after compression, is left
+out).
 
 **Custom metrics**: every distinct (namespace, metric name, dimension names and
 values) in the EMF documents the run emitted; a metric with a `tenant`
@@ -133,7 +135,7 @@ COMPONENTS = (
     "cloudwatch_logs",
 )
 API_REQUESTS_PER_EXCHANGE = 2
-"""The converse call and the reply: both go through the REST API."""
+"""The converse call and the reply: both go through the HTTP API."""
 INFRA = REPO_ROOT / "infra"
 
 
@@ -335,7 +337,7 @@ def priced(use: PerExchange) -> dict[str, float]:
             use.gb_seconds * PER_MILLION * prices.LAMBDA_USD_PER_GB_SECOND_ARM
             + use.lambda_requests * prices.LAMBDA_USD_PER_MILLION_REQUESTS
         ),
-        "api_gateway": use.api_requests * prices.API_GATEWAY_REST_USD_PER_MILLION,
+        "api_gateway": use.api_requests * prices.API_GATEWAY_HTTP_USD_PER_MILLION,
         "sqs": use.sqs_requests * prices.SQS_USD_PER_MILLION_REQUESTS,
         "cloudwatch_logs": (
             use.log_bytes * PER_MILLION / GB * prices.CLOUDWATCH_LOGS_USD_PER_GB_INGESTED
@@ -389,57 +391,63 @@ def stack_memory_mb(module: str) -> int:
     return _default_memory_mb()
 
 
-def compactor_service() -> str:
-    """The compactor's POWERTOOLS_SERVICE_NAME, its metrics' `service` dimension."""
-    tree = ast.parse((INFRA / "service_function.py").read_text())
+def infra_constant(module: str, name: str) -> Any:
+    """A module-level literal of `infra/<module>.py`, read without importing CDK."""
+    tree = ast.parse((INFRA / f"{module}.py").read_text())
     for node in tree.body:
         target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         if (
             isinstance(target, ast.Name)
-            and target.id == "COMPACTOR_SERVICE"
+            and target.id == name
             and isinstance(node, ast.AnnAssign | ast.Assign)
-            and isinstance(node.value, ast.Constant)
+            and node.value is not None
         ):
-            return str(node.value.value)
-    raise LookupError("infra/service_function.py: no COMPACTOR_SERVICE")
+            return ast.literal_eval(node.value)
+    raise LookupError(f"infra/{module}.py: no {name}")
+
+
+def compactor_service() -> str:
+    """The compactor's POWERTOOLS_SERVICE_NAME, its metrics' `service` dimension."""
+    return str(infra_constant("service_function", "COMPACTOR_SERVICE"))
 
 
 # -- the lines the stack logs outside the code --------------------------------------------------
 
-ACCESS_LOG_FIELDS = (
-    # infra/api.py: AccessLogFormat.json_with_standard_fields, every field on.
-    ("requestId", "$context.requestId"),
-    ("ip", "$context.identity.sourceIp"),
-    ("user", "$context.identity.user"),
-    ("caller", "$context.identity.caller"),
-    ("requestTime", "$context.requestTime"),
-    ("httpMethod", "$context.httpMethod"),
-    ("resourcePath", "$context.resourcePath"),
-    ("status", "$context.status"),
-    ("protocol", "$context.protocol"),
-    ("responseLength", "$context.responseLength"),
-)
+
+def access_log_fields() -> tuple[tuple[str, str], ...]:
+    """The stage's access-log fields and their `$context` sources (`infra/api.py`)."""
+    fields = infra_constant("api", "ACCESS_LOG_FIELDS")
+    return tuple((str(name), str(source)) for name, source in fields)
 
 
-def access_log_line(method: str, resource: str, status: int, response_length: int) -> str:
-    """The API stage's access-log line for one request, with values of a realistic length
-    (an IAM-signed caller: the stack requires caller identity)."""
+ACCESS_LOG_EXAMPLE_VALUES = {
+    "$context.requestId": "Ab1Cd2Ef3Gh4Ij5=",
+    "$context.identity.sourceIp": "203.0.113.101",
+    "$context.identity.userArn": (
+        "arn:aws:sts::123456789012:assumed-role/agent-runtime-role/agent-session"
+    ),
+    "$context.requestTime": "01/Dec/2026:10:15:30 +0000",
+    "$context.protocol": "HTTP/1.1",
+    "$context.integrationErrorMessage": "-",
+}
+"""Values of a realistic length for the access log's fields (an IAM-signed caller: the
+routes that take data require one)."""
+
+
+def access_log_line(route_key: str, status: int, response_length: int) -> str:
+    """The API stage's access-log line for one request."""
+    method = route_key.split(" ", 1)[0]
     values = {
-        "$context.requestId": str(uuid.UUID(int=0)),
-        "$context.identity.sourceIp": "203.0.113.101",
-        "$context.identity.user": "AROAEXAMPLEROLEID1234:agent-session",
-        "$context.identity.caller": "AROAEXAMPLEROLEID1234:agent-session",
-        "$context.requestTime": "01/Dec/2026:10:15:30 +0000",
+        **ACCESS_LOG_EXAMPLE_VALUES,
         "$context.httpMethod": method,
-        "$context.resourcePath": resource,
+        "$context.routeKey": route_key,
         "$context.status": str(status),
-        "$context.protocol": "HTTP/1.1",
         "$context.responseLength": str(response_length),
     }
     return json.dumps(
-        {name: values[source] for name, source in ACCESS_LOG_FIELDS}, separators=(",", ":")
+        {name: values[source] for name, source in access_log_fields()}, separators=(",", ":")
     )
 
 
@@ -779,8 +787,7 @@ def figures(meter: Meter, exchanges: int) -> dict[str, Any]:
     access_bytes = sum(
         len(
             access_log_line(
-                "POST",
-                "/v1/tenants/{tenantId}/contacts/{contactId}/"
+                "POST /v1/tenants/{tenantId}/contacts/{contactId}/"
                 + ("converse" if i.kind == "converse" else "turns"),
                 200 if i.kind == "converse" else 201,
                 i.response_length or 0,
@@ -819,6 +826,13 @@ def figures(meter: Meter, exchanges: int) -> dict[str, Any]:
         # Agents inside AWS invoke the function directly (`MemoryClient.over_lambda`, the
         # workflow): no API Gateway request.
         "usd_per_million_exchanges_direct": round(total - components["api_gateway"], 2),
+        # The same exchange through a REST API: why the front door is an HTTP API.
+        "usd_per_million_exchanges_over_rest_api": round(
+            total
+            - components["api_gateway"]
+            + use.api_requests * prices.API_GATEWAY_REST_USD_PER_MILLION,
+            2,
+        ),
         "components_usd_per_million": {name: round(components[name], 3) for name in COMPONENTS},
         "agentcore_memory_usd_per_million": round(agentcore, 2),
         "vs_agentcore_memory": round(agentcore / total, 2),
@@ -927,6 +941,7 @@ def run(exchanges: int = 200) -> dict[str, Any]:
 LONG_MESSAGE_FIGURES = (
     "usd_per_million_exchanges",
     "usd_per_million_exchanges_direct",
+    "usd_per_million_exchanges_over_rest_api",
     "components_usd_per_million",
     "vs_agentcore_memory",
     "wru_per_exchange",
@@ -943,7 +958,7 @@ _LABELS = {
     "dynamodb_writes": "DynamoDB writes",
     "dynamodb_reads": "DynamoDB reads",
     "lambda": "Lambda",
-    "api_gateway": "API Gateway (REST)",
+    "api_gateway": "API Gateway (HTTP API)",
     "sqs": "SQS",
     "cloudwatch_logs": "CloudWatch Logs",
 }

@@ -24,8 +24,12 @@ LAMBDA_USD_PER_GB_SECOND_ARM: Final = 0.0000133334
 """Arm (Graviton) duration, the architecture the stack's functions run on."""
 LAMBDA_USD_PER_MILLION_REQUESTS: Final = 0.20
 
+API_GATEWAY_HTTP_USD_PER_MILLION: Final = 1.00
+"""HTTP API requests, the first 300 million a month, each metered in 512 KB steps of its
+size (the stack's front door: `infra/api.py`)."""
 API_GATEWAY_REST_USD_PER_MILLION: Final = 3.50
-"""REST API requests, the first 333 million a month."""
+"""REST API requests, the first 333 million a month (the front door before the HTTP API,
+kept for `usd_per_million_exchanges_over_rest_api`)."""
 
 SQS_USD_PER_MILLION_REQUESTS: Final = 0.40
 """Standard queues; every 64 KB chunk of a payload is a request."""
@@ -62,6 +66,7 @@ def as_json() -> dict[str, object]:
         "dynamodb_usd_per_gb_month": DYNAMODB_USD_PER_GB_MONTH,
         "lambda_usd_per_gb_second_arm": LAMBDA_USD_PER_GB_SECOND_ARM,
         "lambda_usd_per_million_requests": LAMBDA_USD_PER_MILLION_REQUESTS,
+        "api_gateway_http_usd_per_million": API_GATEWAY_HTTP_USD_PER_MILLION,
         "api_gateway_rest_usd_per_million": API_GATEWAY_REST_USD_PER_MILLION,
         "sqs_usd_per_million_requests": SQS_USD_PER_MILLION_REQUESTS,
         "cloudwatch_usd_per_metric_month": CLOUDWATCH_USD_PER_METRIC_MONTH,

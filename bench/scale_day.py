@@ -948,7 +948,7 @@ def cost(day: Day, durations: Durations) -> dict[str, float]:
         "dynamodb_reads": day.rru * prices.DYNAMODB_USD_PER_MILLION_RRU / 1e6,
         "lambda_requests": len(day.invocations) * prices.LAMBDA_USD_PER_MILLION_REQUESTS / 1e6,
         "lambda_duration": gb_seconds * prices.LAMBDA_USD_PER_GB_SECOND_ARM,
-        "api_gateway": calls * prices.API_GATEWAY_REST_USD_PER_MILLION / 1e6,
+        "api_gateway": calls * prices.API_GATEWAY_HTTP_USD_PER_MILLION / 1e6,
         "sqs": (day.sqs_requests + idle_polls) * prices.SQS_USD_PER_MILLION_REQUESTS / 1e6,
     }
     rounded = {name: round(value, 4) for name, value in parts.items()}

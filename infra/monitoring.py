@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import Duration
-from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -98,14 +98,12 @@ class Monitoring(Construct):
         history_logs: logs.ILogGroup,
         compactor: lambda_.IFunction,
         dead_letters: sqs.IQueue,
-        api: apigateway.RestApi,
+        # The HTTP API's stage: its figures carry ApiId and Stage, this deployment's own.
+        api: apigwv2.IHttpStage,
         state_machine: sfn.IStateMachine,
     ) -> None:
         super().__init__(scope, construct_id)
         five_minutes = Duration.minutes(5)
-        # The deployed stage's figures (ApiName and Stage): the API's name alone is
-        # shared by every deployment of this stack in the account and region.
-        stage = api.deployment_stage
 
         def alarm(
             name: str,
@@ -148,7 +146,7 @@ class Monitoring(Construct):
             alarm(
                 "ApiServerErrors",
                 "The API answered a 5xx: a route failed, or the gateway could not reach it",
-                stage.metric_server_error(period=five_minutes, statistic="Sum"),
+                api.metric_server_error(period=five_minutes, statistic="Sum"),
             ),
             alarm(
                 "WorkflowFailed",
@@ -233,10 +231,10 @@ class Monitoring(Construct):
             cloudwatch.GraphWidget(
                 title="API responses",
                 left=[
-                    stage.metric_client_error(statistic="Sum"),
-                    stage.metric_server_error(statistic="Sum"),
+                    api.metric_client_error(statistic="Sum"),
+                    api.metric_server_error(statistic="Sum"),
                 ],
-                right=[stage.metric_count(statistic="Sum")],
+                right=[api.metric_count(statistic="Sum")],
             ),
             cloudwatch.GraphWidget(
                 title="Converse workflow executions",

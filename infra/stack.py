@@ -49,12 +49,12 @@ class ConversationMemoryStack(Stack):
             history_logs=converse.service.log_group,
             compactor=compaction.compactor.function,
             dead_letters=compaction.dead_letters,
-            api=api.rest_api,
+            api=api.stage,
             state_machine=workflow.state_machine,
         )
         self.storage, self.rules, self.compaction = storage, rules, compaction
         self.converse, self.api, self.workflow = converse, api, workflow
-        CfnOutput(self, "ApiUrl", value=api.rest_api.url)
+        CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TableName", value=storage.table.table_name)
         CfnOutput(self, "EventBusName", value=workflow.bus.event_bus_name)
@@ -69,19 +69,6 @@ class ConversationMemoryStack(Stack):
         pinned = "Pinned to python3.13, the runtime this release is built and tested for"
         routed = "A profile routes to its model in any Region; granted only through the profile"
         acknowledgments = [
-            (self.api, "AwsSolutions-APIG3", "IAM-signed callers only; a WAF adds nothing here"),
-            (self.api, "AwsSolutions-COG4", "Callers are IAM principals mapped to tenants"),
-            (
-                self.api,
-                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                "AmazonAPIGatewayPushToCloudWatchLogs]",
-                "API Gateway's account logging role uses the policy AWS documents for it",
-            ),
-            (
-                self.api.health_method,
-                "AwsSolutions-APIG4",
-                "Health is a public probe; reads nothing",
-            ),
             (
                 self.compaction.dead_letters,
                 "AwsSolutions-SQS3",

@@ -1,12 +1,13 @@
 """A local stand-in for API Gateway: HTTP on loopback, each request a proxy event for the Lambda.
 
 Every request, `/health` and `/openapi.json` included, is handed to the
-Lambda's own `lambda_handler` as a REST proxy event, and its answer (status,
+Lambda's own `lambda_handler` as an HTTP API event (payload format 2.0), and
+its answer (status,
 headers, body) is written back as it is, so no route exists twice. What API
 Gateway itself refuses before a Lambda runs (a body over 10 MB, on its declared
 size and at once; a Content-Length that is no length) is refused here the same
-way. Bodies reach the handler as API Gateway passes them: a JSON body as its
-bytes, base64-encoded (`proxy_events.event_body`), never decoded here with
+way. Bodies reach the handler as API Gateway passes them: UTF-8 text as text,
+other bytes base64-encoded (`proxy_events.event_body`), never decoded here with
 replacement characters, and with the headers as sent (no Content-Type made up
 for a client that sent none); a HEAD is answered without a body.
 """
@@ -34,7 +35,7 @@ from local.proxy_events import LambdaContextStandIn, proxy_event
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
 FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
-"""API Gateway's `ANY`: the methods that reach the Lambda."""
+"""The methods the HTTP API's routes and its `$default` route pass to the Lambda."""
 
 # MAX_BODY_BYTES is API Gateway's 10 MB, as the Lambda holds to it: one limit, one 413.
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
@@ -366,10 +367,10 @@ for _method in FORWARDED_METHODS:
 
 
 def _answer_headers(answer: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The answer's headers: `multiValueHeaders` win over `headers`, as in API Gateway."""
+    """The answer's headers, and its `cookies` as `Set-Cookie`, as the HTTP API writes them."""
     merged: dict[str, list[str]] = {
         str(name): [str(value)] for name, value in (answer.get("headers") or {}).items()
     }
-    for name, values in (answer.get("multiValueHeaders") or {}).items():
-        merged[str(name)] = [str(value) for value in values]
+    if answer.get("cookies"):
+        merged["Set-Cookie"] = [str(cookie) for cookie in answer["cookies"]]
     return merged

@@ -1,4 +1,5 @@
-"""HTTP requests as API Gateway REST proxy events, and the handlers' answers back.
+"""HTTP requests as API Gateway HTTP API events (payload format 2.0), and the handlers'
+answers back.
 
 The local runner and the tests speak to the Lambda's own `lambda_handler`
 through these events, so no route is implemented twice.
@@ -8,12 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-from converse_history.api_models import BINARY_MEDIA_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,64 +43,80 @@ def proxy_event(
     *,
     default_content_type: str | None = "application/json",
 ) -> dict[str, Any]:
-    """A REST proxy event; a `bytes` body as API Gateway passes it (`event_body`).
+    """An HTTP API event on the `$default` stage; a `bytes` body as API Gateway passes it
+    (`event_body`), `caller_arn` as its IAM authorisation names the signed principal.
 
     A request whose `headers` name no Content-Type gets `default_content_type`
     (the tests' requests are JSON unless they say otherwise); the local gateway
     passes None, so a client that sent none reaches the handler without one.
+    As in payload 2.0, header names are lower case, a header or query parameter
+    given twice is one value joined with commas, and cookies have their own list.
+    The path is passed as the client encoded it (the HTTP API decodes it first;
+    the handler reads both alike).
     """
     split = urlsplit(target)
     # API Gateway passes `?limit=` on as an empty value, which the handler refuses 400.
     multi_query = parse_qs(split.query, keep_blank_values=True)
-    query = {k: v[-1] for k, v in multi_query.items()}
     request_id = str(uuid.uuid4())
-    all_headers = dict(headers or {})
-    content_types = [v for k, v in all_headers.items() if k.lower() == "content-type"]
-    if not content_types and default_content_type is not None:
-        all_headers = {"Content-Type": default_content_type, **all_headers}
-        content_types = [default_content_type]
-    content_type = content_types[-1] if content_types else ""
-    text, is_base64 = event_body(body, content_type) if isinstance(body, bytes) else (body, False)
-    return {
-        "resource": split.path,
-        "path": split.path,
-        "httpMethod": method.upper(),
-        "headers": all_headers,
-        "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
-        "queryStringParameters": query or None,
-        "multiValueQueryStringParameters": multi_query or None,
-        "pathParameters": None,
-        "stageVariables": None,
-        "requestContext": {
-            "resourcePath": split.path,
-            "httpMethod": method.upper(),
+    all_headers: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        key = name.lower()
+        all_headers[key] = f"{all_headers[key]},{value}" if key in all_headers else value
+    if "content-type" not in all_headers and default_content_type is not None:
+        all_headers["content-type"] = default_content_type
+    cookies = [c.strip() for c in all_headers.pop("cookie", "").split(";") if c.strip()]
+    text, is_base64 = event_body(body) if isinstance(body, bytes) else (body, False)
+    now = time.time()
+    request_context: dict[str, Any] = {
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": "localhost",
+        "domainPrefix": "localhost",
+        "http": {
+            "method": method.upper(),
             "path": split.path,
-            "stage": "local",
-            "requestId": request_id,
-            "accountId": "123456789012",
-            "identity": {"userArn": caller_arn, "caller": caller_arn, "sourceIp": "127.0.0.1"},
+            "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1",
+            "userAgent": all_headers.get("user-agent", ""),
         },
-        "body": text or None,
+        "requestId": request_id,
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+        "timeEpoch": int(now * 1000),
+    }
+    if caller_arn is not None:
+        request_context["authorizer"] = {"iam": {"userArn": caller_arn}}
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": split.path,
+        "rawQueryString": split.query,
+        "headers": all_headers,
+        "queryStringParameters": {k: ",".join(v) for k, v in multi_query.items()} or None,
+        "requestContext": request_context,
         "isBase64Encoded": is_base64,
     }
+    if cookies:
+        event["cookies"] = cookies
+    if text:
+        event["body"] = text
+    return event
 
 
-def event_body(body: bytes, content_type: str) -> tuple[str, bool]:
+def event_body(body: bytes) -> tuple[str, bool]:
     """The body as the event carries it, and whether it is base64-encoded.
 
-    A body of a binary media type (`application/json`: BINARY_MEDIA_TYPES, the
-    API's `binaryMediaTypes` in AWS) is passed base64-encoded, its bytes as sent,
-    for the handler to decode strictly. So is any body that is not UTF-8, whatever
-    its type: decoded as text here, its bytes would have become U+FFFD, the
-    replacement character, and been stored so.
+    UTF-8 text is passed as text, as the HTTP API passes a JSON body. Bytes
+    that are not UTF-8 are passed base64-encoded, as sent, for the handler to
+    decode strictly: decoded as text here, they would have become U+FFFD, the
+    replacement character, and been stored so. The handler refuses a body of
+    another type than JSON whichever way it arrives.
     """
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type not in BINARY_MEDIA_TYPES:
-        try:
-            return body.decode("utf-8"), False
-        except UnicodeDecodeError:
-            pass
-    return base64.b64encode(body).decode("ascii"), True
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), True
 
 
 def invoke(handler: Any, event: dict[str, Any]) -> tuple[int, dict[str, str], Any]:

@@ -47,12 +47,6 @@ TOOL_NAME_DESCRIPTION = (
 )
 MAX_BLOCKS = 50
 
-BINARY_MEDIA_TYPES = ("application/json",)
-"""Request media types whose bodies reach the Lambda as the bytes sent (base64-encoded,
-`isBase64Encoded`), never decoded on the way: the API's `binaryMediaTypes` in AWS, and
-the local runner's events. The handler decodes them as UTF-8, strictly, and refuses
-bytes that are not: decoded as text, they would have become U+FFFD."""
-
 SENT_AT_PATTERN = (
     r"^(?:19[7-9][0-9]|[2-9][0-9]{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
     r"[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"

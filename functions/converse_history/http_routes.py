@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
@@ -84,16 +84,17 @@ class DataRoutes:
 
 def build_resolver(
     service: ConverseService, data: DataRoutes, *, identity_required: bool, logger: Logger
-) -> APIGatewayRestResolver:
+) -> APIGatewayHttpResolver:
     # Powertools answers a `JSONDecodeError` from the deserializer with a 400 (`invalid_request`);
     # strict_loads raises nothing else, and refuses what Python's parser lets through:
     # NaN, 1e400, a 5,000-digit integer, a body nested past the recursion limit, a key
     # given twice (Python keeps the last: `{"text": "a", "text": "b"}` would be "b").
-    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_loads)
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=strict_loads)
 
     def caller() -> Caller:
-        identity = app.current_event.request_context.identity
-        return Caller(arn=identity.user_arn, identity_required=identity_required)
+        # The SigV4-signed principal API Gateway's IAM authorisation verified.
+        iam = app.current_event.request_context.authorizer.iam
+        return Caller(arn=iam.user_arn or None, identity_required=identity_required)
 
     _conversation_routes(app, service, caller)
     _data_routes(app, data, caller)
@@ -103,7 +104,7 @@ def build_resolver(
 
 
 def _conversation_routes(
-    app: APIGatewayRestResolver, service: ConverseService, caller: Callable[[], Caller]
+    app: APIGatewayHttpResolver, service: ConverseService, caller: Callable[[], Caller]
 ) -> None:
     @app.post(
         f"{BASE}/converse",
@@ -154,7 +155,7 @@ def _conversation_routes(
 
 
 def _data_routes(
-    app: APIGatewayRestResolver, data: DataRoutes, caller: Callable[[], Caller]
+    app: APIGatewayHttpResolver, data: DataRoutes, caller: Callable[[], Caller]
 ) -> None:
     @app.get(
         f"{BASE}/turns",
@@ -211,7 +212,7 @@ def _data_routes(
         )
 
 
-def _service_routes(app: APIGatewayRestResolver) -> None:
+def _service_routes(app: APIGatewayHttpResolver) -> None:
     @app.get("/health", summary="liveness")
     def health() -> HealthResponse:
         return HealthResponse(status="ok")
@@ -228,7 +229,7 @@ def _service_routes(app: APIGatewayRestResolver) -> None:
         return Response(200, content_types.APPLICATION_JSON, openapi_document(app))
 
 
-def _error_answers(app: APIGatewayRestResolver, logger: Logger) -> None:
+def _error_answers(app: APIGatewayHttpResolver, logger: Logger) -> None:
     @app.not_found
     def no_route(_: Exception) -> Response[str]:
         """404 for a path no route has; 405 with `Allow` for a path routed for other methods."""

@@ -11,7 +11,7 @@ import functools
 import json
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from converse_history.api_models import ErrorResponse
 
@@ -60,7 +60,7 @@ def answers(success: int, description: str, *errors: int, **described: str) -> d
 
 # One resolver per process: the document is built once, on the first request for it.
 @functools.lru_cache(maxsize=1)
-def openapi_document(resolver: APIGatewayRestResolver) -> str:
+def openapi_document(resolver: APIGatewayHttpResolver) -> str:
     """The resolver's OpenAPI document, without the validation answer this API never gives.
 
     Built on the first `GET /openapi.json`, not at import: it is half a bare

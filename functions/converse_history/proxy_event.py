@@ -1,12 +1,13 @@
-"""API Gateway's REST proxy event, made into what the routes expect, then resolved.
+"""API Gateway's HTTP API event (payload format 2.0), made into what the routes expect,
+then resolved.
 
-API Gateway passes the path as the client encoded it and the body as the
-client sent it; Powertools reads both as they come. Here the path's id
-segments are decoded (and a character no path may hold, a control character,
-is encoded, so that the id's pattern refuses it by name); a body over API
-Gateway's 10 MB, a body not sent as `application/json` and one that is not
-UTF-8 JSON are refused in the API's own error shape; and a JSON media type is
-spelled as Powertools matches it.
+The HTTP API passes the path percent-decoded, and a client or another caller
+may pass it still encoded; Powertools routes on it as it comes. Here the
+path's id segments are decoded where they were not (and a character no path
+may hold, a control character, is encoded, so that the id's pattern refuses
+it by name); a body over API Gateway's 10 MB, a body not sent as
+`application/json` and one that is not UTF-8 JSON are refused in the API's
+own error shape; and a JSON media type is spelled as Powertools matches it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, content_types
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, content_types
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from converse_history.errors import ApiError, invalid
@@ -38,7 +39,7 @@ def payload_too_large(size: int | None) -> ApiError:
 
 
 def resolve(
-    resolver: APIGatewayRestResolver, event: dict[str, Any], context: LambdaContext
+    resolver: APIGatewayHttpResolver, event: dict[str, Any], context: LambdaContext
 ) -> dict[str, Any]:
     """The proxy answer: the routes' answer, or the refusal of a body they cannot read."""
     event = _with_decoded_path(event)
@@ -51,7 +52,7 @@ def resolve(
     return resolver.resolve(_with_canonical_media_type(event), context)
 
 
-def allowed_methods(resolver: APIGatewayRestResolver, path: str) -> list[str]:
+def allowed_methods(resolver: APIGatewayHttpResolver, path: str) -> list[str]:
     """The methods the resolver routes for `path`, sorted; none for a path it does not know.
 
     Read from the resolver's own route table (Powertools keeps no public view of it),
@@ -72,19 +73,21 @@ def _with_decoded_path(event: dict[str, Any]) -> dict[str, Any]:
     """The event with its path segments percent-decoded where they decode to id characters,
     and percent-encoded where they hold what no path may.
 
-    API Gateway's REST `path` keeps the client's percent-encoding, and
-    Powertools reads the path parameters from it: `alice%40example.com` is the
-    contact `alice@example.com`. Only a segment that decodes to id characters
-    is decoded, so `a%2Fb` or `a%23b` stays as sent and is refused by the id
-    pattern, with the field named, rather than rerouted.
+    The HTTP API decodes `rawPath` before the Lambda sees it; an event built
+    elsewhere (a test, a direct caller) may keep the client's encoding, and
+    Powertools reads the path parameters from the path as it is:
+    `alice%40example.com` is the contact `alice@example.com`. Only a segment
+    that decodes to id characters is decoded, so `a%2Fb` or `a%23b` stays as
+    sent and is refused by the id pattern, with the field named, rather than
+    rerouted.
 
     A character no URI holds as it is (a control character, a space, `"`, `\\`,
-    non-ASCII: an event from a lenient client) is percent-encoded, as a
-    client should have sent it: Powertools' routes would not match it (a 404
-    for a path that has a route), and encoded, the segment reaches its id's
-    pattern and is refused naming `tenantId` or `contactId`, as `a%01b` is.
+    non-ASCII: what the HTTP API's decoding of `a%01b` gives) is percent-encoded
+    again: Powertools' routes would not match it (a 404 for a path that has a
+    route), and encoded, the segment reaches its id's pattern and is refused
+    naming `tenantId` or `contactId`.
     """
-    path = event.get("path")
+    path = event.get("rawPath")
     if not isinstance(path, str):
         return event
     routed = path
@@ -92,7 +95,7 @@ def _with_decoded_path(event: dict[str, Any]) -> dict[str, Any]:
         routed = "/".join(_decoded(part) for part in routed.split("/"))
     if _NOT_IN_A_PATH.search(routed):
         routed = quote(routed, safe=_PATH_CHARACTERS, errors="surrogatepass")
-    return {**event, "path": routed} if routed != path else event
+    return {**event, "rawPath": routed} if routed != path else event
 
 
 def _with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
@@ -123,17 +126,31 @@ def _media_type(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def _reads_a_body(resolver: APIGatewayRestResolver, event: dict[str, Any]) -> bool:
+def _reads_a_body(resolver: APIGatewayHttpResolver, event: dict[str, Any]) -> bool:
     """A POST to a path routed for POST: the requests whose body the routes read.
 
     A POST elsewhere is answered 404 or 405 by the resolver, before any body matters.
     """
-    path = event.get("path")
+    path = _routed_path(event)
+    method = (event.get("requestContext") or {}).get("http", {}).get("method", "")
     return (
-        str(event.get("httpMethod", "")).upper() == "POST"
-        and isinstance(path, str)
+        str(method).upper() == "POST"
+        and path is not None
         and "POST" in allowed_methods(resolver, path)
     )
+
+
+def _routed_path(event: dict[str, Any]) -> str | None:
+    """The path the routes see: `rawPath` without the stage's name, as Powertools strips it
+    (the stack's stage is `$default`, whose paths carry none)."""
+    path = event.get("rawPath")
+    if not isinstance(path, str):
+        return None
+    stage = (event.get("requestContext") or {}).get("stage", "$default")
+    prefix = f"/{stage}"
+    if stage != "$default" and (path == prefix or path.startswith(prefix + "/")):
+        return path[len(prefix) :] or "/"
+    return path
 
 
 def _oversized(event: dict[str, Any]) -> ApiError | None:
@@ -179,12 +196,12 @@ def _json_text_body(event: dict[str, Any]) -> tuple[dict[str, Any], ApiError | N
     A body that is not JSON gets 415 (not Powertools' form parsing or its own 415
     shape), and so does one sent without a Content-Type: the API takes only
     `application/json`, and a body of no declared type is not one (API Gateway's
-    Lambda proxy passes it on, untyped, as text). A `charset` other than UTF-8
-    gets 400. A body API Gateway passed
-    base64-encoded (`application/json` is a binary media type of the API, so the
-    bytes arrive as sent) is decoded strictly: bytes that are not UTF-8 get 400
-    and never become replacement characters. Powertools would decode it itself,
-    with a UnicodeDecodeError (a 500) on such bytes.
+    Lambda proxy passes it on, untyped). A `charset` other than UTF-8 gets 400. A
+    body passed base64-encoded (the HTTP API does so for a body it takes for
+    binary, and the local runner for bytes that are not UTF-8) is decoded
+    strictly: bytes that are not UTF-8 get 400 and never become replacement
+    characters. Powertools would decode it itself, with a UnicodeDecodeError (a
+    500) on such bytes.
     """
     content_type = _header(event, "content-type")
     if _media_type(content_type) != "application/json":

@@ -292,41 +292,6 @@ def test_only_actions_without_resources_get_a_wildcard_resource(resources):
                 assert set(as_list(statement["Action"])) <= RESOURCELESS, statement
 
 
-# -- API -------------------------------------------------------------------------------
-
-
-def test_every_route_but_health_requires_iam_and_bodies_are_validated(resources):
-    methods = of_type(resources, "AWS::ApiGateway::Method")
-    by_path = {}
-    for method in methods.values():
-        props = method["Properties"]
-        resource = resources[props["ResourceId"]["Ref"]]["Properties"]["PathPart"]
-        by_path[(props["HttpMethod"], resource)] = props
-    assert by_path[("POST", "converse")]["AuthorizationType"] == "AWS_IAM"
-    assert by_path[("POST", "turns")]["AuthorizationType"] == "AWS_IAM"
-    assert by_path[("GET", "memory")]["AuthorizationType"] == "AWS_IAM"
-    assert by_path[("GET", "turns")]["AuthorizationType"] == "AWS_IAM"
-    assert by_path[("GET", "contacts")]["AuthorizationType"] == "AWS_IAM"
-    assert by_path[("DELETE", "{contactId}")]["AuthorizationType"] == "AWS_IAM"
-    assert by_path[("GET", "health")]["AuthorizationType"] == "NONE"
-    for route in (("POST", "converse"), ("POST", "turns")):
-        assert "RequestValidatorId" in by_path[route]
-        assert "application/json" in by_path[route]["RequestModels"]
-    (validator,) = of_type(resources, "AWS::ApiGateway::RequestValidator").values()
-    assert validator["Properties"]["ValidateRequestBody"] is True
-
-
-def test_the_stage_logs_access_throttles_and_traces(resources):
-    stage = only(resources, "AWS::ApiGateway::Stage")
-    assert "DestinationArn" in stage["AccessLogSetting"]
-    assert "$context.identity.caller" in stage["AccessLogSetting"]["Format"]
-    (settings,) = stage["MethodSettings"]
-    assert settings["ThrottlingRateLimit"] == 50
-    assert settings["ThrottlingBurstLimit"] == 100
-    assert settings["DataTraceEnabled"] is False
-    assert stage["TracingEnabled"] is True
-
-
 # -- workflow --------------------------------------------------------------------------
 
 

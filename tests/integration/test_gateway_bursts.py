@@ -19,7 +19,7 @@ from local.http_gateway import LISTEN_BACKLOG, LambdaGateway
 
 def slow_lambda(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     time.sleep(0.002)  # a Lambda takes its time; the burst piles up meanwhile
-    return {"statusCode": 200, "headers": {}, "body": json.dumps({"path": event["path"]})}
+    return {"statusCode": 200, "headers": {}, "body": json.dumps({"path": event["rawPath"]})}
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ No timing is asserted: only what the run counted and how it is priced.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -91,12 +92,23 @@ def test_each_component_is_priced_from_the_price_table():
     assert components["lambda"] == pytest.approx(
         50_000 * prices.LAMBDA_USD_PER_GB_SECOND_ARM + 2.5 * prices.LAMBDA_USD_PER_MILLION_REQUESTS
     )
-    assert components["api_gateway"] == pytest.approx(2 * prices.API_GATEWAY_REST_USD_PER_MILLION)
+    assert components["api_gateway"] == pytest.approx(2 * prices.API_GATEWAY_HTTP_USD_PER_MILLION)
     assert components["sqs"] == pytest.approx(0.75 * prices.SQS_USD_PER_MILLION_REQUESTS)
     assert components["cloudwatch_logs"] == pytest.approx(
         prices.CLOUDWATCH_LOGS_USD_PER_GB_INGESTED
     )
     assert infra_cost.agentcore_usd_per_million() == pytest.approx(500)
+
+
+def test_the_access_log_line_has_the_stages_fields_in_its_order():
+    line = infra_cost.access_log_line(
+        "POST /v1/tenants/{tenantId}/contacts/{contactId}/turns", 201, 812
+    )
+    logged = json.loads(line)
+    assert list(logged) == [name for name, _ in infra_cost.access_log_fields()]
+    assert logged["routeKey"] == "POST /v1/tenants/{tenantId}/contacts/{contactId}/turns"
+    assert logged["httpMethod"] == "POST"
+    assert (logged["status"], logged["responseLength"]) == ("201", "812")
 
 
 def test_the_stacks_memory_sizes_are_read_from_infra():
@@ -119,7 +131,12 @@ def test_a_short_conversation_is_metered_and_priced(figure):
     assert figure["vs_agentcore_memory"] == pytest.approx(
         500 / figure["usd_per_million_exchanges"], rel=0.01
     )
-    assert components["api_gateway"] == 2 * prices.API_GATEWAY_REST_USD_PER_MILLION
+    assert components["api_gateway"] == 2 * prices.API_GATEWAY_HTTP_USD_PER_MILLION
+    assert figure["usd_per_million_exchanges_over_rest_api"] == pytest.approx(
+        figure["usd_per_million_exchanges"]
+        + 2 * (prices.API_GATEWAY_REST_USD_PER_MILLION - prices.API_GATEWAY_HTTP_USD_PER_MILLION),
+        abs=0.01,
+    )
     assert figure["refused_write_requests"] == 0
     assert figure["prices"] == prices.as_json()
 

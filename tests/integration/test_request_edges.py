@@ -3,8 +3,7 @@ bodies over 10 MB or of no type, ids with characters no path holds.
 
 Each refusal is 400 (405 for a method, 413 for a size, 415 for a media type)
 in the API's error shape, names what is wrong, and writes nothing. Bodies
-arrive as API Gateway passes them: raw bytes base64-encoded (`application/json`
-is a binary media type of the API), or text.
+arrive as API Gateway's HTTP API passes them: text, or bytes base64-encoded.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ def answered(api: Api, event: dict[str, Any]) -> tuple[int, dict[str, str], Any]
 
 
 def base64_event(path: str, raw: bytes, content_type: str = "application/json") -> dict[str, Any]:
-    """A POST as API Gateway passes a binary media type's body: base64, as sent."""
+    """A POST as API Gateway passes a body it takes for binary: base64, as sent."""
     event = proxy_event("POST", path, None, {"Content-Type": content_type})
     return {**event, "body": base64.b64encode(raw).decode(), "isBase64Encoded": True}
 
@@ -111,6 +110,32 @@ def test_a_reply_that_is_not_utf_8_is_refused_too(api):
 
     refused_as(send(api, "POST", TURNS, raw), "body: not UTF-8")
     assert api.items() == []
+
+
+def on_stage(event: dict[str, Any], stage: str) -> dict[str, Any]:
+    """The event as a named stage passes it: the stage's name leads `rawPath`."""
+    context = {**event["requestContext"], "stage": stage}
+    return {**event, "rawPath": f"/{stage}{event['rawPath']}", "requestContext": context}
+
+
+def test_on_a_named_stage_a_body_is_checked_on_the_path_without_the_stage(api):
+    event = proxy_event(
+        "POST", CONVERSE, '{"message": {"text": "hi"}}', {"Content-Type": "text/plain"}
+    )
+
+    status, _, body = answered(api, on_stage(event, "prod"))
+
+    assert (status, body["error"]["code"]) == (415, "unsupported_media_type")
+    assert api.items() == []
+
+
+def test_on_a_named_stage_the_routes_answer_as_on_the_default_one(api):
+    event = proxy_event("POST", CONVERSE, '{"message": {"id": "m1", "text": "hi"}}')
+
+    status, _, body = answered(api, on_stage(event, "prod"))
+
+    assert status == 200, body
+    assert body["decision"] == "model"
 
 
 def test_base64_that_is_not_base64_is_400_not_500(api):

@@ -150,7 +150,7 @@ def test_the_days_cost_is_priced_from_the_one_price_table(small_day, small_figur
         day.billed_wru * prices.DYNAMODB_USD_PER_MILLION_WRU / 1e6, 4
     )
     calls = small_figures["converse_calls"] + small_figures["reply_calls"]
-    assert parts["api_gateway"] == round(calls * prices.API_GATEWAY_REST_USD_PER_MILLION / 1e6, 4)
+    assert parts["api_gateway"] == round(calls * prices.API_GATEWAY_HTTP_USD_PER_MILLION / 1e6, 4)
     assert all(value > 0 for value in parts.values())
     assert parts["total"] == pytest.approx(sum(v for k, v in parts.items() if k != "total"), 1e-3)
 
