@@ -9,6 +9,8 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 # Defined before `test`, whose prerequisites are expanded as the rule is read.
 NODE_MODULES := node_modules/.installed
+CHROMIUM := /usr/bin/chromium
+CHROMIUM_STAMP := $(VENV)/.installed-chromium
 
 # jsii (behind aws-cdk-lib) prints a Node 20 end-of-life banner on every import.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -59,7 +61,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint $(NODE_MODULES)
+test: lint $(NODE_MODULES) $(CHROMIUM_STAMP)
 	$(BIN)/pytest
 
 # The schemathesis run of tests/e2e/test_fuzz_api.py (a runner of its own, every route,
@@ -81,6 +83,22 @@ $(NODE_MODULES): package.json package-lock.json
 	touch $@
 
 $(CDK): $(NODE_MODULES)
+
+# Debian's Chromium, which Playwright drives in tests/e2e/test_inspector_page.py (Playwright
+# downloads no browser of its own). Installed once when missing, with sudo unless root; where
+# it cannot be installed, the browser tests are skipped, saying so, and the next run tries again.
+$(CHROMIUM_STAMP):
+	@mkdir -p $(@D)
+	@if [ ! -x $(CHROMIUM) ]; then \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		echo "Installing Chromium for the browser tests (apt-get install chromium)..."; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
+			|| { $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y --no-install-recommends chromium; } \
+			|| true; \
+	fi
+	@if [ -x $(CHROMIUM) ]; then touch $@; \
+	else echo "warning: $(CHROMIUM) could not be installed: the browser tests will be skipped"; fi
 
 SYNTH_OUTDIR ?= cdk.out
 SYNTH_ARGS ?=

@@ -69,6 +69,8 @@ SIGNED_ROUTES: tuple[tuple[str, apigwv2.HttpMethod, str], ...] = (
     # `limit` and `cursor` pass to the Lambda as sent: it answers 400 naming the field.
     ("ExportTurns", apigwv2.HttpMethod.GET, f"{CONTACT}/turns"),
     ("Memory", apigwv2.HttpMethod.GET, f"{CONTACT}/memory"),
+    # The next call's window, previewed (SPEC 13): a read, signed like the others.
+    ("PreviewWindow", apigwv2.HttpMethod.GET, f"{CONTACT}/window"),
     ("EraseContact", apigwv2.HttpMethod.DELETE, CONTACT),
     ("ListContacts", apigwv2.HttpMethod.GET, CONTACTS),
 )

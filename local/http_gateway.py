@@ -3,7 +3,10 @@
 Every request, `/health` and `/openapi.json` included, is handed to the
 Lambda's own `lambda_handler` as an HTTP API event (payload format 2.0), and
 its answer (status,
-headers, body) is written back as it is, so no route exists twice. What API
+headers, body) is written back as it is, so no route exists twice. The one
+exception is the operator's inspector: a GET or HEAD under `/inspect` is its
+page, its static files or its tenants list (`inspector.pages`), answered here
+because the deployed API has no such route. What API
 Gateway itself refuses before a Lambda runs (a body over 10 MB, on its declared
 size and at once; a Content-Length that is no length) is refused here the same
 way. Bodies reach the handler as API Gateway passes them: UTF-8 text as text,
@@ -22,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,12 +33,18 @@ from urllib.parse import quote
 
 from converse_history.errors import ApiError
 from converse_history.proxy_event import MAX_BODY_BYTES, payload_too_large
+from inspector.pages import PageAnswer, is_inspector_path, page_answer, write_answer
 from local.proxy_events import LambdaContextStandIn, proxy_event
 
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
+TenantIds = Callable[[], Iterable[str]]
+"""The tenants the inspector lists, asked at each request: a rules reload shows at once."""
 
 FORWARDED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 """The methods the HTTP API's routes and its `$default` route pass to the Lambda."""
+
+INSPECTOR_METHODS = frozenset({"GET", "HEAD"})
+"""What the inspector answers under `/inspect`; any other method there goes to the Lambda."""
 
 # MAX_BODY_BYTES is API Gateway's 10 MB, as the Lambda holds to it: one limit, one 413.
 MAX_DISCARD_BYTES = 8 * MAX_BODY_BYTES
@@ -83,11 +92,13 @@ class LambdaGateway(ThreadingHTTPServer):
         address: tuple[str, int],
         handler: LambdaHandler,
         invocation_lock: threading.Lock | None = None,
+        inspector_tenants: TenantIds = lambda: (),
     ) -> None:
         super().__init__(address, _ProxyRequestHandler)
         self.lambda_handler = handler
         # Shared with the compaction poller: one invocation at a time in this process.
         self.invocation_lock = invocation_lock or threading.Lock()
+        self.inspector_tenants = inspector_tenants
 
     @property
     def url(self) -> str:
@@ -148,6 +159,10 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         return text.strip()[:200] or "-"
 
     def _forward(self) -> None:
+        path = self.path.partition("?")[0]
+        if self.command in INSPECTOR_METHODS and is_inspector_path(path):
+            self._write_page(page_answer(path, self.server.inspector_tenants()))
+            return
         body = self._read_body()
         if body is None:
             return  # already refused
@@ -265,6 +280,9 @@ class _ProxyRequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _write_page(self, answer: PageAnswer) -> None:
+        write_answer(self, answer)
 
     def _refuse(
         self,

@@ -282,6 +282,7 @@ def run(environ: MutableMapping[str, str], stop: StopSignals) -> int:
 
         print(f"rules from {environ['RULES_FILE']} (kill -HUP {os.getpid()} re-reads them)")
         print(f"listening on {gateway.url}", flush=True)
+        print(f"inspector: {gateway.url}/inspect", flush=True)
         print(sample_curl(gateway.url, handler), flush=True)
         received = stop.wait()
         print(f"{received.name}: stopping", flush=True)
@@ -302,8 +303,14 @@ def start_emulation(running: contextlib.ExitStack) -> str:
 def start_gateway(
     running: contextlib.ExitStack, port: int, handler: ModuleType, invocations: threading.Lock
 ) -> LambdaGateway:
+    def rules_tenants() -> list[str]:
+        # The rules the handler serves with: RULES_FILE as parsed, and as SIGHUP reloads it.
+        return list(handler.RULES.current().tenants)
+
     try:
-        gateway = LambdaGateway((LOOPBACK, port), handler.lambda_handler, invocations)
+        gateway = LambdaGateway(
+            (LOOPBACK, port), handler.lambda_handler, invocations, inspector_tenants=rules_tenants
+        )
     except OSError as error:
         raise StartRefused(f"cannot listen on {LOOPBACK}:{port}: {error.strerror}") from None
     serving = ServingThread(gateway)

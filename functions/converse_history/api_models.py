@@ -636,3 +636,52 @@ class ErasedView(BaseModel):
 class ErasureResponse(BaseModel):
     erased: ErasedView
     erased_at: str = Field(alias="erasedAt")
+
+
+class PreviewMemoryView(MemoryView):
+    version: int = Field(description="the compaction version that wrote it")
+
+
+class HistoryRangeView(BaseModel):
+    history_days: int = Field(alias="historyDays")
+    since: str = Field(description="turns sent before this are outside the history range")
+
+
+class StandingView(BaseModel):
+    standing: Literal["window", "trimmed", "folded", "out_of_range", "held_by_neither"] = Field(
+        description="`window`: in the history as recorded; `trimmed`: in it, cut; "
+        "`folded`: held by the memory served; `out_of_range`: older than `historyDays`; "
+        "`held_by_neither`: in range, yet neither in the history nor in the memory"
+    )
+    omitted_tokens: int | None = Field(
+        None,
+        alias="omittedTokens",
+        description="`trimmed` only: the tokens the trim cut",
+        exclude_if=lambda value: value is None,
+    )
+
+
+class StandingCounts(BaseModel):
+    window: int
+    trimmed: int
+    folded: int
+    out_of_range: int
+    held_by_neither: int
+
+
+class PreviewResponse(BaseModel):
+    previewed_at: str = Field(alias="previewedAt")
+    history_range: HistoryRangeView = Field(alias="historyRange")
+    history: list[ConverseMessage] = Field(
+        description="the history the next converse call would return"
+    )
+    memory: PreviewMemoryView | None
+    window: WindowView
+    converse: ConverseFragment = Field(
+        description="the next call's fragment without its current message: the memory in "
+        "`system`, the history in `messages`, with the cache points it would carry"
+    )
+    standings: dict[str, StandingView] = Field(
+        description="every retained turn's one standing, by turn id"
+    )
+    counts: StandingCounts

@@ -1,6 +1,6 @@
 """The direct invocation protocol: the Step Functions workflow calls the Lambda, not the API.
 
-An event with an `action` (`converse`, `record`, `memory`, and for a
+An event with an `action` (`converse`, `record`, `memory`, `window`, and for a
 conversation's data `turns`, `contacts` and `erase`) names the tenant and the
 contact itself (`contacts`: the tenant only) and carries the message, or the
 page's `limit` and `cursor`, as the API's body or query would. No caller
@@ -43,7 +43,7 @@ from converse_history.workflow_answer import (
 from memory_core.rules import TENANT_ID_PATTERN
 
 ACTION = "action"
-ACTIONS = ("converse", "record", "memory", "turns", "contacts", "erase")
+ACTIONS = ("converse", "record", "memory", "window", "turns", "contacts", "erase")
 """The key that marks an event as a direct invocation rather than an API Gateway request."""
 _PROTOCOL_KEYS = {ACTION, "tenantId", "contactId"}
 _INVOKER = Caller(arn=None, identity_required=False)
@@ -77,6 +77,8 @@ class DirectInvocation:
                 return self._record(tenant_id, contact_id, event)
             if action == "memory":
                 return self._memory(tenant_id, contact_id)
+            if action == "window":
+                return self._data.preview.preview(tenant_id, contact_id, _INVOKER)
             if action == "turns":
                 page = PageRequest.model_validate(_page_fields(event))
                 return self._data.export.page(

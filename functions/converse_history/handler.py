@@ -34,6 +34,7 @@ from converse_history.environment import Environment, load_environment
 from converse_history.erase import ContactErasure, ErasureDeletion
 from converse_history.export import TurnsExport
 from converse_history.http_routes import DataRoutes, build_resolver
+from converse_history.preview import WindowPreview
 from converse_history.service import ConverseService
 from converse_history.snapstart import prepare_snapshot, register_renewal
 from converse_history.telemetry import PowertoolsTelemetry
@@ -91,6 +92,7 @@ DATA = DataRoutes(
         deletion=ErasureDeletion(store=STORE, queue=QUEUE, telemetry=TELEMETRY),
         telemetry=TELEMETRY,
     ),
+    preview=WindowPreview(store=STORE, rules=RULES, settings=SETTINGS),
 )
 APP = build_resolver(
     SERVICE, DATA, identity_required=ENVIRONMENT.caller_identity == "required", logger=logger

@@ -29,6 +29,7 @@ from converse_history.api_models import (
     ErasureResponse,
     HealthResponse,
     MemoryResponse,
+    PreviewResponse,
     RecordTurnRequest,
     RecordTurnResponse,
     TurnsResponse,
@@ -39,6 +40,7 @@ from converse_history.errors import ApiError, invalid_request, not_found
 from converse_history.export import TurnsExport
 from converse_history.incoming import incoming, reported_usage
 from converse_history.openapi_document import answers, openapi_document
+from converse_history.preview import WindowPreview
 from converse_history.proxy_event import allowed_methods
 from converse_history.service import ConverseService
 from memory_core.rules import TENANT_ID_PATTERN
@@ -80,6 +82,7 @@ class DataRoutes:
     export: TurnsExport
     contacts: ContactsListing
     erasure: ContactErasure
+    preview: WindowPreview
 
 
 def build_resolver(
@@ -177,6 +180,21 @@ def _data_routes(
     ) -> TurnsResponse:
         page = data.export.page(tenant_id, contact_id, caller(), limit=limit, cursor=cursor)
         return TurnsResponse.model_validate(page)
+
+    @app.get(
+        f"{BASE}/window",
+        responses=answers(
+            200,
+            "the next call's window, previewed, and every retained turn's standing",
+            400,
+            403,
+            404,
+            e404="unknown tenant, or nothing stored for the contact",
+        ),
+        summary="preview the next call's window; records nothing",
+    )
+    def preview_window(tenant_id: TenantId, contact_id: ContactId) -> PreviewResponse:
+        return PreviewResponse.model_validate(data.preview.preview(tenant_id, contact_id, caller()))
 
     @app.get(
         "/v1/tenants/<tenant_id>/contacts",

@@ -43,8 +43,8 @@ from converse_history.answers import (
     window_answer,
 )
 from converse_history.errors import ApiError, invalid
+from converse_history.next_window import choose_window
 from converse_history.replay import replayed_answer
-from converse_history.stable import stable_choice
 from memory_core.compaction_trigger import compaction_due
 from memory_core.conversation import ConversationState
 from memory_core.coverage import held_by_neither
@@ -61,7 +61,7 @@ from memory_core.trim import prepared
 from memory_core.turn_cap import exceeds_cap, next_streak
 from memory_core.turns import Role, Turn, TurnPosition
 from memory_core.usage import TokenUsage
-from memory_core.window import Window, build_window
+from memory_core.window import Window
 
 FUTURE_TOLERANCE = timedelta(minutes=5)
 COMMIT_ATTEMPTS = 40
@@ -263,21 +263,18 @@ class ConverseService:
         edge = state.stable_edge if tenant.prompt_cache == "stable" else None
         covered_to = state.watermark
         if not escalate:
-            limits = self._settings.window_limits
-            window = build_window(newest_first, limits, state.turns_recorded)
-            if tenant.prompt_cache == "stable":
-                window, memory, edge = stable_choice(
-                    self._store,
-                    key,
-                    window,
-                    state,
-                    limits=limits,
-                    since=since,
-                    tenant=tenant,
-                    turn=turn,
-                )
-                if edge is not None:
-                    covered_to = edge.watermark
+            chosen = choose_window(
+                self._store,
+                key,
+                state,
+                newest_first,
+                tenant=tenant,
+                limits=self._settings.window_limits,
+                since=since,
+                turn=turn,
+            )
+            window, memory, edge = chosen.window, chosen.memory, chosen.edge
+            covered_to = chosen.covered_to
         self._store.record_contact_turn(
             key,
             turn,

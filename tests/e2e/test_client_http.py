@@ -120,6 +120,18 @@ def test_converse_record_and_memory_over_http(shared_runner: Runner):
     assert view.counters["turnsRecorded"] == 3
 
 
+def test_preview_over_http_records_nothing(shared_runner: Runner):
+    client = MemoryClient.over_http(shared_runner.base_url + "/", region=REGION, session=_session())
+    contact = _contact()
+    client.converse("demo", contact, "What are your opening hours?", message_id="q1")
+
+    first = client.preview("demo", contact)
+    second = client.preview("demo", contact)
+
+    assert first.standings == second.standings == {"q1": "window"}
+    assert client.memory("demo", contact).counters["turnsRecorded"] == 1
+
+
 def test_ids_are_sent_as_path_segments_percent_encoded(shared_runner: Runner):
     observed = Observed()
     client = _client(shared_runner, observed)

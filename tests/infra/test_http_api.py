@@ -30,6 +30,7 @@ SIGNED = {
     f"POST {CONTACT}/turns",
     f"GET {CONTACT}/turns",
     f"GET {CONTACT}/memory",
+    f"GET {CONTACT}/window",
     f"DELETE {CONTACT}",
     f"GET {CONTACTS}",
 }

@@ -182,6 +182,26 @@ def test_the_memory_action_answers_as_the_http_route(api: Api):
     assert (unknown["statusCode"], unknown["error"]["code"]) == (404, "unknown_tenant")
 
 
+def test_preview_gives_the_next_window_and_each_turns_standing(harness: Harness):
+    client = harness.client
+    contact = _contact()
+    with pytest.raises(NotFound):
+        client.preview("acme", contact)
+    client.converse("acme", contact, "Is clause 7 still in force?", message_id="q1")
+    client.record("acme", contact, role="assistant", text="It is.", message_id="a1")
+    items = len(harness.api.items())
+
+    preview = client.preview("acme", contact)
+
+    assert preview.standings == {"q1": "window", "a1": "window"}
+    assert preview.counts["window"] == 2
+    assert (preview.memory, preview.memory_version, preview.omitted_tokens) == (None, None, {})
+    assert preview.window.kept == 2
+    assert preview.history[-1] == {"role": "assistant", "content": [{"text": "It is."}]}
+    assert len(harness.api.items()) == items  # nothing recorded
+    assert client.converse("acme", contact, "Thanks").raw["history"] == preview.history
+
+
 def test_a_timezone_less_sent_at_is_refused_before_anything_is_sent(harness: Harness):
     with pytest.raises(ValueError, match="timezone"):
         harness.client.converse("acme", _contact(), "Hi", sent_at=datetime(2026, 1, 1))

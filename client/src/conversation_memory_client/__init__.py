@@ -37,6 +37,7 @@ from conversation_memory_client.results import (
     MemoryView,
     RecordedTurn,
     Window,
+    WindowPreview,
 )
 
 __all__ = [
@@ -62,4 +63,5 @@ __all__ = [
     "UnknownTenant",
     "UnsupportedMediaType",
     "Window",
+    "WindowPreview",
 ]

@@ -40,6 +40,7 @@ from conversation_memory_client.results import (
     ExportedTurn,
     MemoryView,
     RecordedTurn,
+    WindowPreview,
 )
 from conversation_memory_client.transports import (
     Answer,
@@ -220,6 +221,17 @@ class MemoryClient:
     def memory(self, tenant_id: str, contact_id: str) -> MemoryView:
         """The contact's fold and counters; `NotFound` when nothing was recorded for it."""
         return MemoryView.from_api(self._call(Call("memory", tenant_id, contact_id)))
+
+    @property
+    def transport(self) -> Transport:
+        """What the client sends with (signed over HTTP, or invoking the Lambda): for tools
+        that relay the service's answers as they are, such as the inspector."""
+        return self._transport
+
+    def preview(self, tenant_id: str, contact_id: str) -> WindowPreview:
+        """The window the contact's next message would get, and where each retained turn
+        stands; nothing is recorded or counted. `NotFound` when nothing is stored."""
+        return WindowPreview.from_api(self._call(Call("window", tenant_id, contact_id)))
 
     def turns(
         self, tenant_id: str, contact_id: str, *, page_size: int = DEFAULT_PAGE_SIZE

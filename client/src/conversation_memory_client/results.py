@@ -220,3 +220,49 @@ class Erasure:
             erased_at=str(answer["erasedAt"]),
             raw=answer,
         )
+
+
+@dataclass(frozen=True)
+class WindowPreview:
+    """The next converse call's window, previewed (nothing recorded, nothing counted), and
+    where each retained turn stands.
+
+    `history`, `memory`, `window` and `converse` are what the next call would return
+    (`converse` without the call's own message). `standings` maps each retained
+    turn's id to one of `window`, `trimmed`, `folded`, `out_of_range` and
+    `held_by_neither`; `omitted_tokens` holds the trimmed ones' cut; `counts` the
+    number of turns in each standing.
+    """
+
+    history: list[dict[str, Any]]
+    memory: Memory | None
+    memory_version: int | None
+    window: Window
+    converse: dict[str, Any]
+    standings: dict[str, str]
+    omitted_tokens: dict[str, int]
+    counts: dict[str, int]
+    previewed_at: str
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any]) -> WindowPreview:
+        """From the window route's answer."""
+        memory = answer.get("memory")
+        standings = dict(answer.get("standings") or {})
+        return cls(
+            history=list(answer["history"]),
+            memory=Memory.from_api(memory) if memory else None,
+            memory_version=int(memory["version"]) if memory else None,
+            window=Window.from_api(answer["window"]),
+            converse=dict(answer["converse"]),
+            standings={turn_id: str(view["standing"]) for turn_id, view in standings.items()},
+            omitted_tokens={
+                turn_id: int(view["omittedTokens"])
+                for turn_id, view in standings.items()
+                if "omittedTokens" in view
+            },
+            counts={name: int(count) for name, count in dict(answer["counts"]).items()},
+            previewed_at=str(answer["previewedAt"]),
+            raw=answer,
+        )

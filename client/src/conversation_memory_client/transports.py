@@ -36,12 +36,13 @@ from conversation_memory_client.configuration import (
 
 logger = logging.getLogger(__name__)
 
-Action = Literal["converse", "record", "memory", "turns", "contacts", "erase"]
+Action = Literal["converse", "record", "memory", "window", "turns", "contacts", "erase"]
 
 _ROUTES: dict[Action, tuple[str, str]] = {
     "converse": ("POST", "contacts/{contact}/converse"),
     "record": ("POST", "contacts/{contact}/turns"),
     "memory": ("GET", "contacts/{contact}/memory"),
+    "window": ("GET", "contacts/{contact}/window"),
     "turns": ("GET", "contacts/{contact}/turns"),
     "contacts": ("GET", "contacts"),
     "erase": ("DELETE", "contacts/{contact}"),
