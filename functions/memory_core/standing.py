@@ -36,7 +36,7 @@ STANDINGS: tuple[Standing, ...] = (
 )
 
 # The trim's own marker, its count made a group: one spelling of it, in `trim`.
-_OMISSION = re.compile(re.escape(omission_marker(0)).replace("0", r"(\d+)", 1))
+_OMISSION = re.compile(re.escape(omission_marker(0)).replace("0", r"(\d+)"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def standings(
     each was trimmed, in the same order; `memory` is None when the next call serves
     none; `since` is where the history range starts.
     """
-    kept = dict(zip((turn.id for turn in window), zip(window, trimmed, strict=True), strict=True))
+    kept = {turn.id: (turn, flag) for turn, flag in zip(window, trimmed, strict=True)}
     found: dict[str, TurnStanding] = {}
     for turn in retained:
         if turn.id in kept:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -122,6 +123,12 @@ def test_markers_inside_tool_blocks_are_counted():
         ]
     )
     assert omitted_tokens(original, as_kept) == 150
+
+
+def test_a_window_and_trim_flags_of_different_lengths_are_refused():
+    one = turn(11)
+    with pytest.raises(ValueError, match="zip"):
+        standings([one], [one], [], memory=None, since=SINCE)
 
 
 def test_counts_name_every_standing():
