@@ -68,13 +68,14 @@ from memory_core.tokens import (
     units_to_tokens,
 )
 from memory_core.trim import (
-    TRIMMED_INPUT_KEY,
     TrimShape,
     longest_within,
     omission_marker,
+    recut,
     trim_turn,
+    trimmable_texts,
 )
-from memory_core.turns import ContentBlock, Turn
+from memory_core.turns import Turn
 
 K1 = 1.2
 B = 0.75
@@ -582,7 +583,7 @@ def passage(turn: Turn, query: str, max_tokens: int) -> Turn:
         raise ValueError(f"a passage's budget is at least a token, not {max_tokens}")
     if estimate_turn_tokens(turn) <= max_tokens:
         return turn
-    texts = _cuttable_texts(turn.content)
+    texts = trimmable_texts(turn.content)
     hits = _hits(texts, set(terms(query)))
     around = _around(turn, texts, hits, tokens_to_units(max_tokens)) if hits else None
     return around or _head_and_tail(turn, max_tokens)
@@ -593,27 +594,6 @@ class _Hit:
     start: int
     end: int
     term: str
-
-
-def _cuttable_texts(content: Sequence[ContentBlock]) -> list[str]:
-    """The texts a trim cuts, in order: as `memory_core.trim` reads them."""
-    texts: list[str] = []
-    for block in content:
-        if "text" in block:
-            texts.append(block["text"])
-        elif "toolUse" in block:
-            texts.append(compact_json(block["toolUse"].get("input", {})))
-        elif "toolResult" in block:
-            texts.extend(_item_text(item) for item in block["toolResult"].get("content", ()))
-    return texts
-
-
-def _item_text(item: Mapping[str, Any]) -> str:
-    if "text" in item:
-        return str(item["text"])
-    if "json" in item:
-        return compact_json(item["json"])
-    return ""
 
 
 def _hits(texts: Sequence[str], wanted: set[str]) -> list[_Hit]:
@@ -668,14 +648,13 @@ def _around(turn: Turn, texts: Sequence[str], hits: Sequence[_Hit], limit: int) 
     """
     run = "\n".join(texts)
     # The blocks with every text emptied: their ids, names and keys, which are always kept.
-    emptied = ((text, "") for text in texts)
-    structure = content_units([_cut_block(block, emptied) for block in turn.content])
+    structure = content_units(recut(turn.content, _Emptied()))
     budget = limit - structure - 2 * _marker_units(estimate_tokens(run))
     for attempt in range(_MAX_FITTINGS):
         window = _densest(run, hits, budget)
         if window is None:
             return None
-        content = _cut_content(turn.content, texts, _widened(run, window, budget))
+        content = recut(turn.content, _KeptStretch(_widened(run, window, budget)))
         units = content_units(content)
         if units <= limit:
             return turn.with_content(content)
@@ -756,47 +735,27 @@ def _boundary(run: str, low: int, high: int, *, last: bool) -> int | None:
     return None
 
 
-def _cut_content(
-    content: Sequence[ContentBlock], texts: Sequence[str], kept: tuple[int, int]
-) -> list[ContentBlock]:
-    """The blocks with every text cut to what lies in `kept` of the texts read as one.
+class _Emptied:
+    """Keeps nothing of any text: what is left is the blocks' structure."""
 
-    A tool call keeps its id and name, a cut input becoming `{"trimmedInput": ...}`;
-    a cut tool-result item becomes text, as in the window's trim.
-    """
-    cuts = _cut_texts(texts, kept)
-    return [_cut_block(block, cuts) for block in content]
+    def take(self, text: str) -> str:
+        return ""
 
 
-def _cut_block(block: ContentBlock, cuts: Iterator[tuple[str, str]]) -> ContentBlock:
-    """The block with its texts replaced by their cuts, taken in order from `cuts`."""
-    if "text" in block:
-        text, cut = next(cuts)
-        return block if cut == text else {**block, "text": cut}
-    if "toolUse" in block:
-        text, cut = next(cuts)
-        if cut == text:
-            return block
-        return {**block, "toolUse": {**block["toolUse"], "input": {TRIMMED_INPUT_KEY: cut}}}
-    if "toolResult" in block:
-        result = block["toolResult"]
-        items = []
-        for item in result.get("content", ()):
-            text, cut = next(cuts)
-            items.append(item if cut == text else {"text": cut})
-        return {**block, "toolResult": {**result, "content": items}}
-    return block
+class _KeptStretch:
+    """Cuts each text to its part of `kept`, the texts read as one with a line break
+    between each two, a marker for each side cut."""
 
+    def __init__(self, kept: tuple[int, int]) -> None:
+        self.kept = kept
+        self.offset = 0
 
-def _cut_texts(texts: Sequence[str], kept: tuple[int, int]) -> Iterator[tuple[str, str]]:
-    """Each text, and what is left of it: its part in `kept`, a marker for each side cut."""
-    kept_start, kept_end = kept
-    offset = 0
-    for text in texts:
-        start = min(max(kept_start - offset, 0), len(text))
-        end = max(min(kept_end - offset, len(text)), start)
-        yield text, _cut_text(text, start, end)
-        offset += len(text) + 1
+    def take(self, text: str) -> str:
+        kept_start, kept_end = self.kept
+        start = min(max(kept_start - self.offset, 0), len(text))
+        end = max(min(kept_end - self.offset, len(text)), start)
+        self.offset += len(text) + 1
+        return _cut_text(text, start, end)
 
 
 def _cut_text(text: str, start: int, end: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from memory_core.tokens import (
     CHEAPEST_UNITS,
@@ -129,13 +129,13 @@ def trim_turn(turn: Turn, shape: TrimShape) -> Turn:
         return turn if kept is block["text"] else turn.with_content([{**block, "text": kept}])
     if estimate_content_tokens(content) <= shape.max_message_tokens:
         return turn
-    texts = _trimmable_texts(content)
+    texts = trimmable_texts(content)
     if sum(text_units(text) for text in texts) <= tokens_to_units(
         shape.head_tokens + shape.tail_tokens
     ):
         return turn
     cursor = _Cursor(_ends(texts, shape))
-    return turn.with_content([_trim_block(block, cursor) for block in turn.content])
+    return turn.with_content(recut(turn.content, cursor))
 
 
 def longest_within(
@@ -221,7 +221,24 @@ def _cut(text: str, start: int, ends: tuple[int, int]) -> str:
     return "\n".join(lines)
 
 
-def _trimmable_texts(content: Sequence[ContentBlock]) -> list[str]:
+class Cutter(Protocol):
+    """Gives each of a turn's texts, taken in `trimmable_texts` order, what is kept of it."""
+
+    def take(self, text: str) -> str: ...
+
+
+def recut(content: Sequence[ContentBlock], cutter: Cutter) -> list[ContentBlock]:
+    """The blocks with each text replaced by what `cutter` keeps of it.
+
+    A tool call keeps its id and name, a cut input becoming `{"trimmedInput": ...}`;
+    a cut tool-result item becomes text.
+    """
+    return [_trim_block(block, cutter) for block in content]
+
+
+def trimmable_texts(content: Sequence[ContentBlock]) -> list[str]:
+    """The text the model reads in `content`, in order: text blocks, tool calls' inputs as
+    compact JSON and tool results' contents."""
     texts: list[str] = []
     for block in content:
         if "text" in block:
@@ -233,7 +250,7 @@ def _trimmable_texts(content: Sequence[ContentBlock]) -> list[str]:
     return texts
 
 
-def _trim_block(block: ContentBlock, cursor: _Cursor) -> ContentBlock:
+def _trim_block(block: ContentBlock, cursor: Cutter) -> ContentBlock:
     if "text" in block:
         return {**block, "text": cursor.take(block["text"])}
     if "toolUse" in block:
@@ -248,7 +265,7 @@ def _trim_block(block: ContentBlock, cursor: _Cursor) -> ContentBlock:
     return block
 
 
-def _trim_item(item: Mapping[str, Any], cursor: _Cursor) -> Mapping[str, Any]:
+def _trim_item(item: Mapping[str, Any], cursor: Cutter) -> Mapping[str, Any]:
     text = _item_text(item)
     kept = cursor.take(text)
     if kept == text:
