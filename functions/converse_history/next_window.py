@@ -17,9 +17,16 @@ from converse_history.answers import fold_in_range
 from converse_history.stable import stable_choice
 from memory_core.conversation import ConversationState, Fold
 from memory_core.rules import TenantRules
+from memory_core.settings import Settings
 from memory_core.stable_window import StableEdge
 from memory_core.turns import Turn, TurnPosition
 from memory_core.window import Window, WindowLimits, build_window
+
+
+def snapshot_page_size(settings: Settings) -> int:
+    """Items a converse snapshot reads a page: the state, then the cap and one more turn,
+    all the window can read."""
+    return settings.history_window_max_messages + 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from adapters.rules_source import RulesSource
 from converse_history.access import Caller, tenant_for
 from converse_history.answers import memory_view, window_answer
 from converse_history.errors import not_found
-from converse_history.next_window import choose_window
+from converse_history.next_window import choose_window, snapshot_page_size
 from memory_core.history_range import history_cutoff
 from memory_core.settings import Settings
 from memory_core.standing import ServedMemory, counts, standings
@@ -68,8 +68,7 @@ class WindowPreview:
         now = datetime.fromtimestamp(self._clock(), UTC)
         since = history_cutoff(now, tenant.history_days)
         next_message = Turn(PREVIEW_TURN_ID, "user", [{"text": NEXT_MESSAGE_STAND_IN}], now, now)
-        # Page size as the converse call's: the state, then the cap and one more turn.
-        page = self._settings.history_window_max_messages + 2
+        page = snapshot_page_size(self._settings)
         snapshot = self._store.snapshot(key, since, next_message.position, page)
         state = snapshot.state
         retained, stored = self._retained(key)

@@ -43,7 +43,7 @@ from converse_history.answers import (
     window_answer,
 )
 from converse_history.errors import ApiError, invalid
-from converse_history.next_window import choose_window
+from converse_history.next_window import choose_window, snapshot_page_size
 from converse_history.replay import replayed_answer
 from memory_core.compaction_trigger import compaction_due
 from memory_core.conversation import ConversationState
@@ -228,8 +228,7 @@ class ConverseService:
 
     @property
     def _page_size(self) -> int:
-        # The state, then the cap and one more turn: all the window can read.
-        return self._settings.history_window_max_messages + 2
+        return snapshot_page_size(self._settings)
 
     def _converse_once(
         self, key: ConversationKey, tenant: TenantRules, turn: Turn, tokens: int
