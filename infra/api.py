@@ -71,6 +71,8 @@ SIGNED_ROUTES: tuple[tuple[str, apigwv2.HttpMethod, str], ...] = (
     ("Memory", apigwv2.HttpMethod.GET, f"{CONTACT}/memory"),
     # The next call's window, previewed (SPEC 13): a read, signed like the others.
     ("PreviewWindow", apigwv2.HttpMethod.GET, f"{CONTACT}/window"),
+    # The exact words of older turns (SPEC 13): a read, signed like the others.
+    ("RecallTurns", apigwv2.HttpMethod.POST, f"{CONTACT}/recall"),
     ("EraseContact", apigwv2.HttpMethod.DELETE, CONTACT),
     ("ListContacts", apigwv2.HttpMethod.GET, CONTACTS),
 )

@@ -10,7 +10,8 @@ and deleting it can take as long as it takes.
 
 The deletion reads the partition's keys in pages and deletes what the fence
 covers: turns that arrived at or before it, memories kept under an older
-compaction version, message-id markers recorded before it. A marker is the
+compaction version, recall index segments of older compactions only,
+message-id markers recorded before it. A marker is the
 one item a later write can put again under the same key (an old id sent
 again is a new message), so markers are deleted under a condition on their
 arrival, in transactions; turns and memories in unconditional batches, whose
@@ -42,6 +43,7 @@ from adapters.dynamodb_items import (
     position_of,
     state_from,
 )
+from adapters.dynamodb_recall_index import RECALL_PREFIX, last_version_of
 from adapters.dynamodb_table import DynamoDBTable
 from memory_core.erasure import erased
 from memory_core.history_range import expires_at
@@ -248,7 +250,8 @@ class DynamoDBErasure(DynamoDBTable):
 
 def _covered(item: Mapping[str, Any], fence: Fence) -> bool:
     """The item was recorded before the fence: a turn that arrived at or before it, a
-    memory (served or kept) of an older compaction version, a marker recorded before it."""
+    memory (served or kept) of an older compaction version, a recall index segment of
+    older compactions only, a marker recorded before it."""
     sort_key = item["SK"]["S"]
     if sort_key == MEMORY_SK:
         return int(item.get(MEMORY_VERSION_ATTRIBUTE, {"N": "0"})["N"]) < fence.folds_below
@@ -256,6 +259,8 @@ def _covered(item: Mapping[str, Any], fence: Fence) -> bool:
         return erased(position_of(sort_key), fence.erased_at)
     if sort_key.startswith(FOLD_PREFIX):
         return fold_version_of(sort_key) < fence.folds_below
+    if sort_key.startswith(RECALL_PREFIX):
+        return last_version_of(sort_key) < fence.folds_below
     return sort_key.startswith(MARKER_PREFIX) and _marker_fenced(item, fence)
 
 

@@ -13,6 +13,7 @@ client, table and clock:
 | `dynamodb_fold_commit` | what the compactor writes: its claim, the fold, the cleared lease |
 | `dynamodb_data` | a conversation's turns as recorded, and a tenant's contacts, in pages |
 | `dynamodb_erasure` | an erase: the fence on the state, then the deletion of what it covers |
+| `dynamodb_recall_index` | recall's index: the segments of folded turns' term counts, merged |
 
 The usual converse call is two round trips: one Query reads the state and the
 newest turns together, one transaction commits the turn. The names that other
@@ -28,6 +29,7 @@ from adapters.dynamodb_erasure import DynamoDBErasure
 from adapters.dynamodb_fold_commit import DynamoDBFoldCommit
 from adapters.dynamodb_items import STATE_SK, TTL_ATTRIBUTE, TURN_PREFIX, turn_sort_key
 from adapters.dynamodb_reads import DynamoDBReads
+from adapters.dynamodb_recall_index import DynamoDBRecallIndex
 from adapters.dynamodb_table import TABLE_NAME_PATTERN, DynamoDBClient
 
 __all__ = [
@@ -42,7 +44,12 @@ __all__ = [
 
 
 class DynamoDBConversationStore(
-    DynamoDBReads, DynamoDBConverseCommit, DynamoDBFoldCommit, DynamoDBData, DynamoDBErasure
+    DynamoDBReads,
+    DynamoDBConverseCommit,
+    DynamoDBFoldCommit,
+    DynamoDBData,
+    DynamoDBErasure,
+    DynamoDBRecallIndex,
 ):
     """The store: made with the client, the table's name, the turn retention and a clock.
 

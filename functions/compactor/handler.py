@@ -92,6 +92,10 @@ class PowertoolsCompactorTelemetry:
         logger.info("memory_fold_lost_race")
         metrics.add_metric("FoldVersionConflicts", MetricUnit.Count, 1)
 
+    def index_failed(self, key: ConversationKey, error: Exception) -> None:
+        logger.exception("recall_index_failed", extra=key.log_fields())
+        metrics.add_metric("RecallIndexFailures", MetricUnit.Count, 1)
+
     def erasure_continued(self, key: ConversationKey, items: int, *, complete: bool) -> None:
         logger.info(
             "contact_erasure_continued", extra=erasure_fields(key, items, complete=complete)
@@ -113,6 +117,7 @@ COMPACTOR = Compactor(
     summariser=_summariser(ENVIRONMENT),
     settings=SETTINGS,
     telemetry=PowertoolsCompactorTelemetry(),
+    recall_index=STORE,
 )
 ERASURE = ErasureDeletion(
     store=STORE,

@@ -8,12 +8,18 @@ read (`claim`): a turn recorded meanwhile below that claim is late, so none
 slips under the new watermark unnoticed. Late turns (recorded after
 compaction passed their position) wait on the state's late list and are
 folded by the next compaction. Nothing here deletes or edits a turn.
+
+Once the fold committed, its turns' term counts go to recall's index
+(`memory_core.recall_index`), as the kept copy of the memory does: after the
+commit, so a compactor that lost the race indexes nothing. A failure there
+leaves the fold standing and those turns out of recall (`index_failed`): the
+record is not retried, for a second run finds nothing to fold.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
@@ -50,6 +56,18 @@ class Compaction:
 class CompactorTelemetry(Protocol):
     def folded(self, compaction: Compaction) -> None: ...
     def lost_race(self) -> None: ...
+    def index_failed(self, key: ConversationKey, error: Exception) -> None: ...
+
+
+class RecallIndexWriter(Protocol):
+    def index_fold(
+        self,
+        key: ConversationKey,
+        version: int,
+        turns: Sequence[Turn],
+        *,
+        erased_at: datetime | None,
+    ) -> None: ...
 
 
 class Compactor:
@@ -60,6 +78,7 @@ class Compactor:
         summariser: Summariser,
         settings: Settings,
         telemetry: CompactorTelemetry,
+        recall_index: RecallIndexWriter | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -67,6 +86,8 @@ class Compactor:
         self._summariser = summariser
         self._settings = settings
         self._telemetry = telemetry
+        self._recall_index = recall_index
+        """None: folds are not indexed for recall (the in-memory simulations)."""
         self._clock = clock
         self._wall_clock = wall_clock
 
@@ -134,9 +155,20 @@ class Compactor:
             return Compaction(Outcome.LOST_RACE)
         if not live:
             return Compaction(Outcome.NOTHING_TO_FOLD)
+        self._index(key, state, live)
         compaction = Compaction(Outcome.FOLDED, len(live), summary, self._clock() - started)
         self._telemetry.folded(compaction)
         return compaction
+
+    def _index(self, key: ConversationKey, state: ConversationState, live: list[Turn]) -> None:
+        if self._recall_index is None:
+            return
+        try:
+            self._recall_index.index_fold(
+                key, state.compaction_version + 1, live, erased_at=state.erased_at
+            )
+        except Exception as error:  # the fold stands; the loss is reported
+            self._telemetry.index_failed(key, error)
 
     def _late_turns(
         self, key: ConversationKey, state: ConversationState, late: tuple[LateTurn, ...]

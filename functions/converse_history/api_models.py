@@ -685,3 +685,36 @@ class PreviewResponse(BaseModel):
         description="every retained turn's one standing, by turn id"
     )
     counts: StandingCounts
+
+
+# -- recall ----------------------------------------------------------------------------
+
+RECALL_LIMIT_MAX = 20
+RECALL_LIMIT_DEFAULT = 5
+RECALL_QUERY_MAX_CHARACTERS = 2000
+
+
+class RecallRequest(_Strict):
+    query: VisibleText = Field(
+        max_length=RECALL_QUERY_MAX_CHARACTERS,
+        description="the words to look for: in any script; accents and case do not matter",
+        json_schema_extra=_text_schema,
+    )
+    limit: StrictInt = Field(
+        RECALL_LIMIT_DEFAULT,
+        ge=1,
+        le=RECALL_LIMIT_MAX,
+        description=f"passages at most, 1 to {RECALL_LIMIT_MAX}",
+    )
+
+
+class RecalledPassage(BaseModel):
+    turn: TurnView = Field(
+        description="the turn's exact words; a long one cut around the match, with "
+        "`… N tokens omitted …` where text was left out"
+    )
+    score: float = Field(description="BM25 relevance: higher is better")
+
+
+class RecallResponse(BaseModel):
+    passages: list[RecalledPassage] = Field(description="best first; empty when nothing matched")

@@ -1,9 +1,10 @@
 """The direct invocation protocol: the Step Functions workflow calls the Lambda, not the API.
 
-An event with an `action` (`converse`, `record`, `memory`, `window`, and for a
-conversation's data `turns`, `contacts` and `erase`) names the tenant and the
-contact itself (`contacts`: the tenant only) and carries the message, or the
-page's `limit` and `cursor`, as the API's body or query would. No caller
+An event with an `action` (`converse`, `record`, `memory`, `window`, `recall`, and
+for a conversation's data `turns`, `contacts` and `erase`) names the tenant and the
+contact itself (`contacts`: the tenant only) and carries the message, the recall's
+`query` and `limit`, or the page's `limit` and `cursor`, as the API's body or query
+would. No caller
 identity is checked: only principals allowed to invoke the function reach it.
 A refusal is answered as the API's error body with its `statusCode`, so the
 workflow can route on it.
@@ -26,6 +27,7 @@ from converse_history.api_models import (
     PAGE_LIMIT_DEFAULT,
     PAGE_LIMIT_MAX,
     ConverseRequest,
+    RecallRequest,
     RecordTurnRequest,
 )
 from converse_history.errors import ApiError, invalid, invalid_request, not_found
@@ -43,7 +45,7 @@ from converse_history.workflow_answer import (
 from memory_core.rules import TENANT_ID_PATTERN
 
 ACTION = "action"
-ACTIONS = ("converse", "record", "memory", "window", "turns", "contacts", "erase")
+ACTIONS = ("converse", "record", "memory", "window", "recall", "turns", "contacts", "erase")
 """The key that marks an event as a direct invocation rather than an API Gateway request."""
 _PROTOCOL_KEYS = {ACTION, "tenantId", "contactId"}
 _INVOKER = Caller(arn=None, identity_required=False)
@@ -58,7 +60,9 @@ class DirectInvocation:
         self._data = data
         self._telemetry = telemetry
 
-    def answer(self, event: dict[str, Any]) -> dict[str, Any]:  # noqa: PLR0911 (one per action)
+    def answer(  # noqa: PLR0911 (one return per action)
+        self, event: dict[str, Any]
+    ) -> dict[str, Any]:
         action = event.get(ACTION)
         try:
             if action == "contacts":
@@ -79,6 +83,11 @@ class DirectInvocation:
                 return self._memory(tenant_id, contact_id)
             if action == "window":
                 return self._data.preview.preview(tenant_id, contact_id, _INVOKER)
+            if action == "recall":
+                asked = RecallRequest.model_validate(_page_fields(event))
+                return self._data.recall.recall(
+                    tenant_id, contact_id, _INVOKER, query=asked.query, limit=asked.limit
+                )
             if action == "turns":
                 page = PageRequest.model_validate(_page_fields(event))
                 return self._data.export.page(

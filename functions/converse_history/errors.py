@@ -68,8 +68,7 @@ def invalid_request(errors: Iterable[Any]) -> ApiError:
         reason = str((first.get("ctx") or {}).get("error"))
         named = reason in _JSON_REFUSALS or reason.startswith(DUPLICATE_KEY)
         return invalid("body", f"not valid JSON ({reason})" if named else "not valid JSON")
-    loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "path", "query")]
-    loc = [_PATH_NAMES.get(part, part) for part in loc]
+    loc = [_PATH_NAMES.get(part, part) for part in _field_path(first)]
     field = ".".join(loc) or "body"
     reasons = "; ".join(_reason(d) for d in details[1:4])
     message = _message(first) + (f" (also: {reasons})" if reasons else "")
@@ -85,6 +84,17 @@ _JSON_REFUSALS = frozenset({NOT_JSON, NUMBER_TOO_LARGE, TOO_DEEP})
 """strict_json's own refusals, shown with the key named; the parser's (`Expecting value`) not."""
 
 
+def _field_path(detail: Any) -> list[str]:
+    """Where in the request the error is, without Powertools' leading part (`body`, `path`,
+    `query`: where the field came from). A field may itself be named so: recall's `query`
+    is `("body", "query")` from the route and `("query",)` from a direct invocation."""
+    loc = [str(part) for part in detail.get("loc", ())]
+    return loc[1:] if len(loc) > 1 and loc[0] in _LOCATIONS else loc
+
+
+_LOCATIONS = frozenset({"body", "path", "query"})
+
+
 def _reason(detail: Any) -> str:
-    where = ".".join(str(p) for p in detail.get("loc", ()) if p not in ("body", "path"))
+    where = ".".join(_field_path(detail))
     return f"{where}: {_message(detail)}" if where else _message(detail)

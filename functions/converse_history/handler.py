@@ -35,6 +35,7 @@ from converse_history.erase import ContactErasure, ErasureDeletion
 from converse_history.export import TurnsExport
 from converse_history.http_routes import DataRoutes, build_resolver
 from converse_history.preview import WindowPreview
+from converse_history.recall_search import RecallSearch
 from converse_history.service import ConverseService
 from converse_history.snapstart import prepare_snapshot, register_renewal
 from converse_history.telemetry import PowertoolsTelemetry
@@ -93,6 +94,7 @@ DATA = DataRoutes(
         telemetry=TELEMETRY,
     ),
     preview=WindowPreview(store=STORE, rules=RULES, settings=SETTINGS),
+    recall=RecallSearch(store=STORE, rules=RULES, settings=SETTINGS),
 )
 APP = build_resolver(
     SERVICE, DATA, identity_required=ENVIRONMENT.caller_identity == "required", logger=logger

@@ -30,6 +30,8 @@ from converse_history.api_models import (
     HealthResponse,
     MemoryResponse,
     PreviewResponse,
+    RecallRequest,
+    RecallResponse,
     RecordTurnRequest,
     RecordTurnResponse,
     TurnsResponse,
@@ -42,6 +44,7 @@ from converse_history.incoming import incoming, reported_usage
 from converse_history.openapi_document import answers, openapi_document
 from converse_history.preview import WindowPreview
 from converse_history.proxy_event import allowed_methods
+from converse_history.recall_search import RecallSearch
 from converse_history.service import ConverseService
 from memory_core.rules import TENANT_ID_PATTERN
 from memory_core.strict_json import strict_loads
@@ -83,6 +86,7 @@ class DataRoutes:
     contacts: ContactsListing
     erasure: ContactErasure
     preview: WindowPreview
+    recall: RecallSearch
 
 
 def build_resolver(
@@ -195,6 +199,24 @@ def _data_routes(
     )
     def preview_window(tenant_id: TenantId, contact_id: ContactId) -> PreviewResponse:
         return PreviewResponse.model_validate(data.preview.preview(tenant_id, contact_id, caller()))
+
+    @app.post(
+        f"{BASE}/recall",
+        responses=answers(
+            200,
+            "the contact's older turns that match, best first, each cut around its match",
+            400,
+            403,
+            404,
+            415,
+            429,
+        ),
+        summary="find the exact words of older turns; records nothing",
+    )
+    def recall(tenant_id: TenantId, contact_id: ContactId, body: RecallRequest) -> RecallResponse:
+        return RecallResponse.model_validate(
+            data.recall.recall(tenant_id, contact_id, caller(), query=body.query, limit=body.limit)
+        )
 
     @app.get(
         "/v1/tenants/<tenant_id>/contacts",

@@ -75,7 +75,7 @@ from memory_core.trim import (
     trim_turn,
     trimmable_texts,
 )
-from memory_core.turns import Turn
+from memory_core.turns import Turn, TurnPosition
 
 K1 = 1.2
 B = 0.75
@@ -533,12 +533,24 @@ def _best(
     frequencies: Mapping[str, Mapping[int, int]],
     limit: int,
 ) -> list[Scored]:
-    """BM25 over the documents, the best `limit`: by score, then newest first.
+    positions = [turn.position for turn in turns]
+    return [Scored(turns[i], score) for i, score in best(positions, lengths, frequencies, limit)]
+
+
+def best(
+    positions: Sequence[TurnPosition],
+    lengths: Sequence[int],
+    frequencies: Mapping[str, Mapping[int, int]],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """BM25 over the documents, the best `limit` as (index, score): by score, then newest
+    first. A document is its position, its length and its count of each query term
+    (`frequencies[term][index]`), however they were read.
 
     The terms are summed in one order, sorted, so that equal documents score
-    exactly alike and `rank` and `rank_counts` agree to the last bit.
+    exactly alike and `rank`, `rank_counts` and an index agree to the last bit.
     """
-    documents = len(turns)
+    documents = len(positions)
     average = sum(lengths) / documents
     if not average:
         return []  # not a term in any of them
@@ -555,15 +567,11 @@ def _best(
         return []
     # Positions are compared only among the best and those tied with the last of them.
     least = heapq.nlargest(limit, scores.values())[-1]
-    best = sorted(
-        (
-            (score, turns[index].position, index)
-            for index, score in scores.items()
-            if score >= least
-        ),
+    ranked = sorted(
+        ((score, positions[index], index) for index, score in scores.items() if score >= least),
         reverse=True,
     )
-    return [Scored(turns[index], score) for score, _, index in best[:limit]]
+    return [(index, score) for score, _, index in ranked[:limit]]
 
 
 # --- Passages ---------------------------------------------------------------------------

@@ -184,6 +184,7 @@ def test_every_route_documents_its_answers(shared_runner: Runner, api_schema: Ba
         ("post", f"{base}/turns"): {"201", "400", "403", "404", "409", "413", "415", "422"},
         ("get", f"{base}/memory"): {"200", "400", "403", "404"},
         ("get", f"{base}/window"): {"200", "400", "403", "404"},
+        ("post", f"{base}/recall"): {"200", "400", "403", "404", "415", "429"},
         ("get", f"{base}/turns"): {"200", "400", "403", "404"},
         ("get", "/v1/tenants/{tenant_id}/contacts"): {"200", "400", "403", "404"},
         ("delete", base): {"200", "202", "400", "403", "404"},
@@ -214,7 +215,8 @@ def test_the_ids_are_documented_with_what_they_accept(api_schema: BaseSchema) ->
         "contact_id": (CONTACT_ID_PATTERN, "1 to 128 characters"),
     }
     routes = [path for path in api_schema.raw_schema["paths"] if "{tenant_id}" in path]
-    assert len(routes) == 6  # converse, turns, memory, window, the contact, the contacts
+    # converse, turns, memory, window, recall, the contact, the contacts
+    assert len(routes) == 7
     for path in routes:
         for operation in api_schema.raw_schema["paths"][path].values():
             parameters = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}

@@ -31,6 +31,7 @@ SIGNED = {
     f"GET {CONTACT}/turns",
     f"GET {CONTACT}/memory",
     f"GET {CONTACT}/window",
+    f"POST {CONTACT}/recall",
     f"DELETE {CONTACT}",
     f"GET {CONTACTS}",
 }

@@ -122,8 +122,8 @@ def test_api_gateway_may_invoke_the_alias_and_only_the_alias(resources, history)
         for p in of_type(resources, "AWS::Lambda::Permission").values()
         if p["Properties"]["Principal"] == "apigateway.amazonaws.com"
     ]
-    # One per route: seven signed, GET and HEAD health, and $default.
-    assert len(permissions) == 10
+    # One per route: eight signed, GET and HEAD health, and $default.
+    assert len(permissions) == 11
     assert all(p["FunctionName"] == {"Ref": alias} for p in permissions)
 
 

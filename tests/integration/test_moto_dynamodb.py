@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
-from moto.dynamodb.models.dynamo_type import Item
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
 
 from local import moto_dynamodb
@@ -246,8 +246,19 @@ def pages(client: Any, **query: Any) -> list[list[dict[str, Any]]]:
 QUERIES = st.fixed_dictionaries(
     {
         "KeyConditionExpression": st.sampled_from(
-            ["PK = :p", "PK = :p AND begins_with(SK, :s)", "PK = :p AND SK BETWEEN :s AND :t"]
+            [
+                "PK = :p",
+                "PK = :p AND begins_with(SK, :s)",
+                "PK = :p AND SK BETWEEN :s AND :t",
+                "PK = :p AND SK = :s",
+                "PK = :p AND SK < :s",
+                "PK = :p AND SK <= :s",
+                "PK = :p AND SK > :s",
+                "PK = :p AND SK >= :s",
+            ]
         ),
+        "low": st.sampled_from(["T#01", "T#010", "T#", "T#04", "A", "U", "T#0000"]),
+        "high": st.sampled_from(["T#030", "T#012", "T#1", "T#040", "T#00"]),
         "Limit": st.integers(1, 7),
         "ScanIndexForward": st.booleans(),
         "partition": st.sampled_from(["p0", "p1", "p2", "none"]),
@@ -255,7 +266,7 @@ QUERIES = st.fixed_dictionaries(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=50)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=120)
 @given(
     st.lists(st.tuples(st.sampled_from(["p0", "p1", "p2"]), st.integers(0, 40)), max_size=60),
     QUERIES,
@@ -270,9 +281,9 @@ def test_every_query_answers_as_under_motos_own_code(dynamodb, items, drawn):
         )
     values = {":p": {"S": drawn["partition"]}}
     if ":s" in drawn["KeyConditionExpression"]:
-        values[":s"] = {"S": "T#01"}
+        values[":s"] = {"S": drawn["low"]}
     if ":t" in drawn["KeyConditionExpression"]:
-        values[":t"] = {"S": "T#030"}
+        values[":t"] = {"S": max(drawn["low"], drawn["high"])}
     query = {
         "KeyConditionExpression": drawn["KeyConditionExpression"],
         "ExpressionAttributeValues": values,
@@ -309,3 +320,30 @@ def test_a_query_on_the_tables_key_reads_its_partition_not_the_table(dynamodb, m
     assert whole_table_reads == []
     dynamodb.scan(TableName="fixed")  # a scan still reads the whole table, as moto does
     assert len(whole_table_reads) == 1
+
+
+def test_a_query_on_a_sort_key_range_tests_that_range_not_the_partition(dynamodb, monkeypatch):
+    for index in range(500):
+        dynamodb.put_item(
+            TableName="fixed", Item={"PK": {"S": "mine"}, "SK": {"S": f"T#{index:03d}"}}
+        )
+    tested: list[Any] = []
+    motos_compare = DynamoType.compare
+
+    def counted(self: DynamoType, comparison: str, bounds: list[Any]) -> bool:
+        tested.append(self.value)
+        return motos_compare(self, comparison, bounds)
+
+    monkeypatch.setattr(DynamoType, "compare", counted)
+    answer = dynamodb.query(
+        TableName="fixed",
+        KeyConditionExpression="PK = :p AND SK BETWEEN :low AND :high",
+        ExpressionAttributeValues={
+            ":p": {"S": "mine"},
+            ":low": {"S": "T#100"},
+            ":high": {"S": "T#104"},
+        },
+    )
+    assert [item["SK"]["S"] for item in answer["Items"]] == [f"T#{i}" for i in range(100, 105)]
+    # The run, and the item on either side of it, which moto tests and leaves out.
+    assert sorted(tested) == [f"T#{i:03d}" for i in range(99, 106)]

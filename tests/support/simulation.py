@@ -77,6 +77,7 @@ class CollectingQueue:
 class Observed:
     gaps: list[int] = field(default_factory=list)
     compactions: list[Compaction] = field(default_factory=list)
+    index_failures: list[Exception] = field(default_factory=list)
     repairs: list[Repair] = field(default_factory=list)
     memories_missing: list[int] = field(default_factory=list)
     usage: list[tuple[str, TokenUsage]] = field(default_factory=list)
@@ -119,6 +120,9 @@ class Observed:
 
     def lost_race(self) -> None:
         pass
+
+    def index_failed(self, key: ConversationKey, error: Exception) -> None:
+        self.index_failures.append(error)
 
     def contact_erased(self, key: ConversationKey, items: int, *, complete: bool) -> None:
         self.erased.append((items, complete))

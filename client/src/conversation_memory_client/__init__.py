@@ -28,6 +28,11 @@ from conversation_memory_client.errors import (
     UnknownTenant,
     UnsupportedMediaType,
 )
+from conversation_memory_client.recall_tool import (
+    RECALL_TOOL_NAME,
+    answer_recall,
+    recall_tool_spec,
+)
 from conversation_memory_client.results import (
     ContactSummary,
     ConverseResult,
@@ -35,12 +40,16 @@ from conversation_memory_client.results import (
     ExportedTurn,
     Memory,
     MemoryView,
+    RecalledPassage,
+    RecalledTurn,
+    RecallResult,
     RecordedTurn,
     Window,
     WindowPreview,
 )
 
 __all__ = [
+    "RECALL_TOOL_NAME",
     "Conflict",
     "ContactSummary",
     "ConverseResult",
@@ -57,6 +66,9 @@ __all__ = [
     "NotConfigured",
     "NotFound",
     "RateLimited",
+    "RecallResult",
+    "RecalledPassage",
+    "RecalledTurn",
     "RecordedTurn",
     "SentInFuture",
     "ServiceUnavailable",
@@ -64,4 +76,6 @@ __all__ = [
     "UnsupportedMediaType",
     "Window",
     "WindowPreview",
+    "answer_recall",
+    "recall_tool_spec",
 ]

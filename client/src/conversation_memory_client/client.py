@@ -1,5 +1,5 @@
-"""`MemoryClient`: converse, record, memory and a conversation's data (export, list, erase),
-over the HTTP API or the Lambda, with retries.
+"""`MemoryClient`: converse, record, memory, recall and a conversation's data (export, list,
+erase), over the HTTP API or the Lambda, with retries.
 
 A call is tried up to `max_attempts` times while the service throttles or
 fails (a 5xx, API Gateway's own 429, Lambda's throttling, a lost connection),
@@ -10,8 +10,9 @@ the same request again would be refused again.
 Every retry is safe because a message's id is drawn once per call, before the
 first attempt: when an attempt committed but its answer was lost, the next
 attempt replays the same id and the service answers what it recorded then,
-storing nothing twice. The data calls are safe to retry as they are: the
-listings only read, and an erase that already ran erases nothing more.
+storing nothing twice. The other calls are safe to retry as they are: the
+listings, the preview and recall only read, and an erase that already ran erases
+nothing more.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from conversation_memory_client.results import (
     Erasure,
     ExportedTurn,
     MemoryView,
+    RecallResult,
     RecordedTurn,
     WindowPreview,
 )
@@ -63,6 +65,10 @@ DEFAULT_PAGE_SIZE = 100
 """A listing's page when the caller does not say: the service's own default."""
 MAX_PAGE_SIZE = 500
 """The most a listing's page may hold (the service refuses a larger `limit`)."""
+DEFAULT_RECALL_LIMIT = 5
+"""The passages a recall answers when the caller does not say: the service's own default."""
+MAX_RECALL_LIMIT = 20
+"""The most passages a recall may ask for (the service refuses a larger `limit`)."""
 
 Sleep = Callable[[float], None]
 
@@ -73,8 +79,9 @@ def new_message_id() -> str:
 
 
 class MemoryClient:
-    """The conversation-memory service for one agent: `converse`, `record`, `memory`; and
-    a conversation's data: `turns` (its export), `contacts` (the tenant's) and `forget`.
+    """The conversation-memory service for one agent: `converse`, `record`, `memory`,
+    `recall` (older turns' exact words); and a conversation's data: `turns` (its export),
+    `contacts` (the tenant's) and `forget`.
 
     Make one with `over_http` (the API, SigV4-signed) or `over_lambda` (the
     function invoked directly); both answer the same values and raise the same
@@ -233,6 +240,21 @@ class MemoryClient:
         stands; nothing is recorded or counted. `NotFound` when nothing is stored."""
         return WindowPreview.from_api(self._call(Call("window", tenant_id, contact_id)))
 
+    def recall(
+        self, tenant_id: str, contact_id: str, query: str, *, limit: int = DEFAULT_RECALL_LIMIT
+    ) -> RecallResult:
+        """The contact's retained turns that match `query` by their words, best first, at
+        most `limit` (1 to 20) of them, each in its exact words (a long one cut around the
+        match); an empty result when none matches. Nothing is recorded or counted, but a
+        contact over its rate limit is refused (`RateLimited`), as its next message would be.
+
+        A blank `query` or a `limit` out of range raises `ValueError` here, before
+        anything is sent.
+        """
+        check_recall_request(query, limit)
+        body = {"query": query, "limit": limit}
+        return RecallResult.from_api(self._call(Call("recall", tenant_id, contact_id, body)))
+
     def turns(
         self, tenant_id: str, contact_id: str, *, page_size: int = DEFAULT_PAGE_SIZE
     ) -> Iterator[ExportedTurn]:
@@ -329,6 +351,18 @@ class MemoryClient:
             delay,
         )
         self._sleep(delay)
+
+
+def check_recall_request(query: object, limit: object) -> None:
+    """Refuse what the service would refuse of a recall, naming the argument: a `query`
+    that is not text or is blank, a `limit` that is not a whole number from 1 to 20."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("query must be non-blank text")
+    # bool is an int to Python, never to the service's JSON.
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError(f"limit must be a whole number from 1 to {MAX_RECALL_LIMIT}")
+    if not 1 <= limit <= MAX_RECALL_LIMIT:
+        raise ValueError(f"limit must be from 1 to {MAX_RECALL_LIMIT}, not {limit}")
 
 
 def _session_region(session: botocore.session.Session, api_url: str) -> str | None:

@@ -42,6 +42,12 @@ turns it records carry ids derived from the LangChain messages', so a step run
 again records nothing twice. An invocation with no new human message (a resume,
 or input that adds none) goes on from the state as it is and records what it adds.
 
+With `recall=True` the middleware also gives the agent a tool, `recall_conversation`,
+that answers the model's request for the exact words of older turns from the service
+(`MemoryClient.recall`) for this contact. The workflow is unchanged: `converse` still
+runs once an invocation, and recall only when the model calls the tool; the call and
+its result are recorded like any other tool's.
+
 One middleware serves one contact's conversation: build the agent per contact.
 Put it first in `middleware=[...]`, so the model call it wraps is the one sent.
 """
@@ -73,6 +79,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.tool import ToolCall, tool_call
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
@@ -84,6 +91,13 @@ from conversation_memory_client.agent_turns import (
     stored_usage,
 )
 from conversation_memory_client.client import MemoryClient
+from conversation_memory_client.recall_tool import (
+    RECALL_TOOL_DESCRIPTION,
+    RECALL_TOOL_NAME,
+    RecallRefused,
+    recall_input_schema,
+    recalled,
+)
 from conversation_memory_client.results import ConverseResult
 
 __all__ = ["Escalated", "ServiceMemoryMiddleware", "ServiceMemoryState"]
@@ -110,17 +124,21 @@ class ServiceMemoryMiddleware(AgentMiddleware[ServiceMemoryState, Any, Any]):
     """A LangChain agent middleware whose history is the memory service's window.
 
     `last` is the newest `converse` answer this instance received (window figures,
-    memory, turn count).
+    memory, turn count). `tools` holds the `recall_conversation` tool with
+    `recall=True` (`create_agent` adds it to the agent's), and nothing without.
     """
 
     state_schema = ServiceMemoryState
 
-    def __init__(self, client: MemoryClient, tenant_id: str, contact_id: str) -> None:
+    def __init__(
+        self, client: MemoryClient, tenant_id: str, contact_id: str, *, recall: bool = False
+    ) -> None:
         super().__init__()
         self.client = client
         self.tenant_id = tenant_id
         self.contact_id = contact_id
         self.last: ConverseResult | None = None
+        self.tools: list[BaseTool] = [self._recall_tool()] if recall else []
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -194,6 +212,24 @@ class ServiceMemoryMiddleware(AgentMiddleware[ServiceMemoryState, Any, Any]):
         return await asyncio.to_thread(self.after_agent, state, runtime)
 
     # -- the service ---------------------------------------------------------------------
+
+    def _recall_tool(self) -> BaseTool:
+        """`recall_conversation` for this contact, with the schema of `recall_tool_spec()`;
+        a call the model can correct comes back to it as an error `ToolMessage`."""
+
+        def recall_conversation(**arguments: Any) -> str:
+            try:
+                return recalled(self.client, self.tenant_id, self.contact_id, arguments)
+            except RecallRefused as refusal:
+                raise ToolException(str(refusal)) from refusal
+
+        return StructuredTool.from_function(
+            recall_conversation,
+            name=RECALL_TOOL_NAME,
+            description=RECALL_TOOL_DESCRIPTION,
+            args_schema=recall_input_schema(),
+            handle_tool_error=True,
+        )
 
     def _message_id(self, kind: str, *keys: str) -> str:
         name = "\n".join([self.tenant_id, self.contact_id, kind, *keys])

@@ -266,3 +266,61 @@ class WindowPreview:
             previewed_at=str(answer["previewedAt"]),
             raw=answer,
         )
+
+
+@dataclass(frozen=True)
+class RecalledTurn:
+    """A turn a recall found: its id, role (`user` or `assistant`), `sent_at` (RFC 3339),
+    and its content blocks in their exact words, a long one cut around the match with
+    `… N tokens omitted …` where words were left out."""
+
+    id: str
+    role: str
+    sent_at: str
+    content: list[dict[str, Any]]
+
+    @classmethod
+    def from_api(cls, turn: dict[str, Any]) -> RecalledTurn:
+        """From a passage's `turn` object."""
+        return cls(
+            id=str(turn["id"]),
+            role=str(turn["role"]),
+            sent_at=str(turn["sentAt"]),
+            content=list(turn["content"]),
+        )
+
+
+@dataclass(frozen=True)
+class RecalledPassage:
+    """One of a recall's passages: the turn that matched and its relevance score (higher
+    is better; comparable within one answer only)."""
+
+    turn: RecalledTurn
+    score: float
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, passage: dict[str, Any]) -> RecalledPassage:
+        """From one of the answer's `passages`; `raw` is that passage."""
+        return cls(
+            turn=RecalledTurn.from_api(passage["turn"]),
+            score=float(passage["score"]),
+            raw=passage,
+        )
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The contact's older turns that match a query, best first (empty when none does);
+    nothing is recorded by asking."""
+
+    passages: list[RecalledPassage]
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any]) -> RecallResult:
+        """From the recall answer, `{"passages": [...]}`."""
+        return cls(
+            passages=[RecalledPassage.from_api(p) for p in answer["passages"]],
+            raw=answer,
+        )

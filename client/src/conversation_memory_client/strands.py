@@ -26,6 +26,12 @@ stable prefix Bedrock can cache. Every reply, tool call and tool result is recor
 with `record` as Strands adds it. An `escalate` decision raises `Escalated` out of
 the call: no model runs.
 
+With `recall=True` the agent also gets a tool, `recall_conversation` (registered when
+the agent is built), that answers the model's request for the exact words of older
+turns from the service (`MemoryClient.recall`) for this contact. The workflow is
+unchanged: `converse` still runs once an invocation, and recall only when the model
+calls the tool; the call and its result are recorded like any other tool's.
+
 An invocation with no new message (`agent()` with no prompt, or the answer to an
 interrupt) goes on from the history the agent holds and records what it adds.
 `agent.structured_output(...)` passes no message through the invocation's hooks;
@@ -44,12 +50,15 @@ from typing import TYPE_CHECKING, Any, cast
 from strands.agent.conversation_manager import ConversationManager
 from strands.hooks import (
     AfterInvocationEvent,
+    AgentInitializedEvent,
     BeforeInvocationEvent,
     HookOrder,
     HookRegistry,
     MessageAddedEvent,
 )
+from strands.tools.tools import PythonAgentTool
 from strands.types.content import Message, Messages, SystemContentBlock
+from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 
 from conversation_memory_client.agent_turns import (
     Escalated,
@@ -59,6 +68,7 @@ from conversation_memory_client.agent_turns import (
     stored_usage,
 )
 from conversation_memory_client.client import MemoryClient
+from conversation_memory_client.recall_tool import RECALL_TOOL_NAME, answer_recall, recall_tool_spec
 from conversation_memory_client.results import ConverseResult
 
 if TYPE_CHECKING:
@@ -71,13 +81,21 @@ class ServiceMemory(ConversationManager):
     """A Strands conversation manager whose history is the memory service's window.
 
     `last` is the newest `converse` answer (window figures, memory, turn count).
+    `recall_tool` is the `recall_conversation` tool added to the agent with
+    `recall=True`, None without.
     """
 
-    def __init__(self, client: MemoryClient, *, tenant_id: str, contact_id: str) -> None:
+    def __init__(
+        self, client: MemoryClient, *, tenant_id: str, contact_id: str, recall: bool = False
+    ) -> None:
         super().__init__()
         self.client = client
         self.tenant_id = tenant_id
         self.contact_id = contact_id
+        self.recall_tool: AgentTool | None = None
+        if recall:
+            spec = cast(ToolSpec, recall_tool_spec()["toolSpec"])
+            self.recall_tool = PythonAgentTool(RECALL_TOOL_NAME, spec, self._recall)
         self.last: ConverseResult | None = None
         self._service_system: list[dict[str, Any]] = []
         self._own_prompt: list[SystemContentBlock] | None = None
@@ -94,6 +112,8 @@ class ServiceMemory(ConversationManager):
         registry.add_callback(BeforeInvocationEvent, self._begin, order=HookOrder.SDK_LAST)
         registry.add_callback(MessageAddedEvent, self._record)
         registry.add_callback(AfterInvocationEvent, self._end)
+        if self.recall_tool is not None:
+            registry.add_callback(AgentInitializedEvent, self._add_recall_tool)
 
     # -- the conversation manager's contract ---------------------------------------
 
@@ -158,7 +178,25 @@ class ServiceMemory(ConversationManager):
         self._incoming = None
         self._restore_prompt(event.agent)
 
+    def _add_recall_tool(self, event: AgentInitializedEvent) -> None:
+        tools, recall_tool = event.agent.tool_registry, self.recall_tool
+        if recall_tool is None:
+            return
+        if RECALL_TOOL_NAME in tools.registry:
+            # Strands would replace the agent's own tool of that name without a word.
+            raise ValueError(
+                f"the agent already has a tool named {RECALL_TOOL_NAME!r}: "
+                "leave it out, or build ServiceMemory without recall=True"
+            )
+        tools.register_tool(recall_tool)
+
     # -- the service -------------------------------------------------------------------
+
+    def _recall(self, tool_use: ToolUse, **invocation_state: Any) -> ToolResult:
+        """The model's `recall_conversation` call, answered for this contact (Strands runs
+        it in a thread)."""
+        block = answer_recall(self.client, self.tenant_id, self.contact_id, tool_use)
+        return cast(ToolResult, block["toolResult"])
 
     def _converse(self, message: Message) -> ConverseResult:
         content = [_incoming_block(block) for block in message["content"]]

@@ -36,13 +36,14 @@ from conversation_memory_client.configuration import (
 
 logger = logging.getLogger(__name__)
 
-Action = Literal["converse", "record", "memory", "window", "turns", "contacts", "erase"]
+Action = Literal["converse", "record", "memory", "window", "recall", "turns", "contacts", "erase"]
 
 _ROUTES: dict[Action, tuple[str, str]] = {
     "converse": ("POST", "contacts/{contact}/converse"),
     "record": ("POST", "contacts/{contact}/turns"),
     "memory": ("GET", "contacts/{contact}/memory"),
     "window": ("GET", "contacts/{contact}/window"),
+    "recall": ("POST", "contacts/{contact}/recall"),
     "turns": ("GET", "contacts/{contact}/turns"),
     "contacts": ("GET", "contacts"),
     "erase": ("DELETE", "contacts/{contact}"),
@@ -66,8 +67,9 @@ class Call:
     """One operation: the action, the conversation (or, for `contacts`, the tenant alone),
     the API's JSON body, and its query parameters.
 
-    `body` is what `POST .../converse` or `POST .../turns` takes over HTTP:
-    `{"message": {...}}`, or the turn itself; None for the other actions.
+    `body` is what `POST .../converse`, `POST .../turns` or `POST .../recall` takes over
+    HTTP: `{"message": {...}}`, the turn itself, or `{"query", "limit"}`; None for the
+    other actions.
     `query` holds a listing's `limit` and `cursor` (None or absent: the service's
     defaults); over Lambda they are members of the event, as the body's are.
     """
