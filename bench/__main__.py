@@ -38,6 +38,7 @@ FIGURES = (
     "write_units",
     "infra_cost",
     "scale_day",
+    "recall",
 )
 
 
@@ -55,6 +56,7 @@ def measure(name: str) -> dict[str, Any]:
         local_runner,
         prompt_cost,
         prompt_tokens,
+        recall,
         scale_day,
         window_vs_langchain,
         write_units,
@@ -103,6 +105,7 @@ def measure(name: str) -> dict[str, Any]:
         "write_units": lambda: {"write_units": write_units.run()},
         "infra_cost": infra_bill,
         "scale_day": lambda: {"scale_day": scale_day.run()},
+        "recall": lambda: {"recall": recall.run()},
     }
     if name not in runs:
         raise ValueError(f"unknown figure {name!r}")
@@ -255,6 +258,12 @@ TARGETS = (
         "<= 0.1",
         lambda v: v <= 0.1,
     ),
+    Target(
+        "recall, handler p50 at 5,000 turns (ms)",
+        "recall.p50_ms_at_5000_turns",
+        "<= 150",
+        lambda v: v <= 150,
+    ),
 )
 INFORMATIONAL = (
     ("window vs trim_messages, 50 msgs", "window_vs_langchain.ratio_50"),
@@ -295,6 +304,9 @@ INFORMATIONAL = (
     ("DynamoDB requests per converse", "infra_cost.round_trips_per_converse"),
     ("scale_day: day's cost (USD)", "scale_day.day_cost_usd.total"),
     ("scale_day: peak Lambda concurrency", "scale_day.peak_lambda_concurrency"),
+    ("recall, handler p95 at 5,000 turns (ms)", "recall.p95_ms_at_5000_turns"),
+    ("recall without the index: read and rank (ms)", "recall.scan_and_rank_ms_without_index"),
+    ("recall: index items read per recall", "recall.index_items_read_per_recall"),
 )
 
 

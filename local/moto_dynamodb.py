@@ -22,11 +22,11 @@
    partition and tests each against the sort-key condition, in Python objects
    whose every comparison allocates: a query of ten items from a conversation
    of 5,000 turns takes a quarter of a second, where DynamoDB reads the range
-   it was asked for. Here the partition is narrowed to the items whose string
-   sort key meets the condition (plain string comparisons, which order as
-   DynamoDB's UTF-8 bytes do), and one item on either side, before moto tests
-   them; moto's own test still runs on what is left, so the results, their
-   order and their pages are the same.
+   it was asked for. Here the partition's string sort keys are sorted as plain
+   strings (which order as DynamoDB's UTF-8 bytes do), kept until the table's
+   next write, and the run meeting the condition found by bisection; that run
+   and one item on either side are what moto tests. moto's own test still runs
+   on them, so the results, their order and their pages are the same.
 
 `install()` applies all four, once per process: the local runner's
 emulation and the in-process `mock_aws` of the tests and the benchmarks use
@@ -38,6 +38,8 @@ from __future__ import annotations
 import copy
 import inspect
 import threading
+import weakref
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any
 
@@ -63,21 +65,31 @@ Snapshot = dict[ItemKey, tuple[dict[str, Any], dict[str, Any] | None]]
 MOTO_TRANSACT_WRITE_ITEMS = DynamoDBBackend.transact_write_items
 MOTO_QUERY = Table.query
 MOTO_ALL_ITEMS = Table.all_items
+MOTO_PUT_ITEM = Table.put_item
+MOTO_DELETE_ITEM = Table.delete_item
 _QUERY_SIGNATURE = inspect.signature(Table.query)
 # The table, the partition and the sort-key condition of the base-table query this
 # thread runs, while it runs.
 _querying = threading.local()
 
-# moto's names of the key conditions, each as a test of a string sort key.
-_SORT_KEY_TESTS: dict[str, Callable[[str, list[str]], bool]] = {
-    "EQ": lambda value, bounds: value == bounds[0],
-    "LT": lambda value, bounds: value < bounds[0],
-    "LE": lambda value, bounds: value <= bounds[0],
-    "GT": lambda value, bounds: value > bounds[0],
-    "GE": lambda value, bounds: value >= bounds[0],
-    "BEGINS_WITH": lambda value, bounds: value.startswith(bounds[0]),
-    "BETWEEN": lambda value, bounds: bounds[0] <= value <= bounds[1],
+# moto's names of the key conditions, each as the run of sorted string keys meeting it:
+# (sorted keys, bounds) -> the run's first index and the index after its last.
+_RUNS: dict[str, Callable[[list[str], list[str]], tuple[int, int]]] = {
+    "EQ": lambda keys, b: (bisect_left(keys, b[0]), bisect_right(keys, b[0])),
+    "LT": lambda keys, b: (0, bisect_left(keys, b[0])),
+    "LE": lambda keys, b: (0, bisect_right(keys, b[0])),
+    "GT": lambda keys, b: (bisect_right(keys, b[0]), len(keys)),
+    "GE": lambda keys, b: (bisect_left(keys, b[0]), len(keys)),
+    "BETWEEN": lambda keys, b: (bisect_left(keys, b[0]), bisect_right(keys, b[1])),
+    "BEGINS_WITH": lambda keys, b: _prefixed(keys, b[0]),
 }
+
+
+def _prefixed(keys: list[str], prefix: str) -> tuple[int, int]:
+    start = end = bisect_left(keys, prefix)
+    while end < len(keys) and keys[end].startswith(prefix):
+        end += 1
+    return start, end
 
 
 def install() -> None:
@@ -89,6 +101,8 @@ def install() -> None:
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     Table.query = query  # type: ignore[method-assign]
     Table.all_items = all_items  # type: ignore[method-assign]
+    Table.put_item = put_item  # type: ignore[method-assign]
+    Table.delete_item = delete_item  # type: ignore[method-assign]
 
 
 def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -245,27 +259,25 @@ def query(self: Table, *args: Any, **kwargs: Any) -> tuple[list[Item], int, dict
     if arguments.get("index_name") or hash_key is None or not self.range_key_attr:
         return MOTO_QUERY(self, *args, **kwargs)
     _querying.partition = (self, hash_key)
-    _querying.sort_key_test = _sort_key_test(
-        arguments.get("range_comparison"), arguments.get("range_objs") or []
+    _querying.sort_key_run = _sort_key_run(
+        self, arguments.get("range_comparison"), arguments.get("range_objs") or []
     )
     try:
         return MOTO_QUERY(self, *args, **kwargs)
     finally:
-        _querying.partition = _querying.sort_key_test = None
+        _querying.partition = _querying.sort_key_run = None
 
 
-def _sort_key_test(comparison: str | None, bounds: list[Any]) -> Callable[[Item], bool] | None:
-    """The condition as a test of an item's string sort key; None when there is none to
-    narrow by (no condition, or bounds that are not strings: moto alone tests those)."""
-    test = _SORT_KEY_TESTS.get(comparison or "")
-    if test is None or not bounds or any(bound.type != "S" for bound in bounds):
+def _sort_key_run(
+    table: Table, comparison: str | None, bounds: list[Any]
+) -> Callable[[list[str]], tuple[int, int]] | None:
+    """The condition as the run of a partition's sorted string keys it takes; None when
+    there is none to narrow by (no condition, or not strings: moto alone tests those)."""
+    run = _RUNS.get(comparison or "")
+    if run is None or table.range_key_type != "S" or any(b.type != "S" for b in bounds):
         return None
-    values = [bound.value for bound in bounds]
-
-    def meets(item: Item) -> bool:
-        return test(_string_value(item), values)
-
-    return meets
+    values = [str(bound.value) for bound in bounds]
+    return lambda keys: run(keys, values)
 
 
 def all_items(self: Table) -> list[Item]:
@@ -281,26 +293,53 @@ def all_items(self: Table) -> list[Item]:
     partition = getattr(_querying, "partition", None)
     if partition is None or partition[0] is not self:
         return MOTO_ALL_ITEMS(self)
-    items = list(self.items.get(partition[1], {}).values())
-    meets = getattr(_querying, "sort_key_test", None)
-    if meets is None or not all(_string_key(item) for item in items):
-        return sorted(items, key=_range_key)
-    # Plain strings order as moto's `DynamoType`s of type S do, without their cost.
-    items.sort(key=_string_value)
-    run = [index for index, item in enumerate(items) if meets(item)]
-    if not run:
+    items = self.items.get(partition[1], {})
+    narrow = getattr(_querying, "sort_key_run", None)
+    if narrow is None:
+        return sorted(items.values(), key=_range_key)
+    values, keys = _string_order(self, partition[1], items)
+    start, end = narrow(values)
+    if start >= end:
         return []
-    return items[max(run[0] - 1, 0) : run[-1] + 2]
+    return [items[key] for key in keys[max(start - 1, 0) : end + 1]]
 
 
-def _string_key(item: Item) -> bool:
-    return item.range_key is not None and item.range_key.type == "S"
+# A partition's string sort keys in order, kept until the table's next put or delete:
+# the table -> {the hash key -> (the partition's dict, its keys' values, its keys)}.
+_ORDERS: weakref.WeakKeyDictionary[Table, dict[Any, tuple[dict[Any, Item], list[str], list[Any]]]]
+_ORDERS = weakref.WeakKeyDictionary()
 
 
-def _string_value(item: Item) -> str:
-    """A string sort key's value (`_string_key` holds for every item narrowed)."""
-    assert item.range_key is not None
-    return str(item.range_key.value)
+def _string_order(
+    table: Table, hash_key: Any, items: dict[Any, Item]
+) -> tuple[list[str], list[Any]]:
+    """The partition's sort keys as plain strings, in order (they order as moto's
+    `DynamoType`s of type S do), with the keys themselves: sorted once, read until a
+    write to the table."""
+    orders = _ORDERS.setdefault(table, {})
+    kept = orders.get(hash_key)
+    if kept is not None and kept[0] is items:
+        return kept[1], kept[2]
+    ordered = sorted((key.value, key) for key in items)
+    values, keys = [value for value, _ in ordered], [key for _, key in ordered]
+    orders[hash_key] = (items, values, keys)
+    return values, keys
+
+
+def put_item(self: Table, *args: Any, **kwargs: Any) -> Item:
+    """moto's `put_item`; the table's kept key orders are dropped."""
+    try:
+        return MOTO_PUT_ITEM(self, *args, **kwargs)
+    finally:
+        _ORDERS.pop(self, None)
+
+
+def delete_item(self: Table, *args: Any, **kwargs: Any) -> Item | None:
+    """moto's `delete_item`; the table's kept key orders are dropped."""
+    try:
+        return MOTO_DELETE_ITEM(self, *args, **kwargs)
+    finally:
+        _ORDERS.pop(self, None)
 
 
 def _range_key(item: Item) -> Any:

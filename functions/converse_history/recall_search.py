@@ -23,7 +23,6 @@ from memory_core.conversation import LateTurn
 from memory_core.erasure import erased
 from memory_core.history_range import history_cutoff
 from memory_core.rate_limit import seconds_until_free
-from memory_core.recall import passage
 from memory_core.recall_index import Found, Segment, search
 from memory_core.settings import Settings
 from memory_core.turns import Turn, TurnPosition
@@ -60,6 +59,9 @@ class RecallSearch:
     def recall(
         self, tenant_id: str, contact_id: str, caller: Caller, *, query: str, limit: int
     ) -> dict[str, Any]:
+        # Imported here: the converse Lambda's cold start need not load recall's terms.
+        from memory_core.recall import passage  # noqa: PLC0415
+
         tenant = tenant_for(self._rules, tenant_id, caller)
         key = ConversationKey(tenant_id, contact_id)
         now = datetime.fromtimestamp(self._clock(), UTC)
@@ -76,9 +78,12 @@ class RecallSearch:
 
         unindexed = self._unindexed(key, state.watermark, state.late_turns, state.erased_at)
         segments = self._store.live_segments(key)
-        # Read a few more than asked: one whose TTL passed since (a rare race) is skipped.
+        # Ranked a few more than asked: a turn deleted since it was indexed (its TTL
+        # passed, a rare race) is passed over for the next.
         found = search(query, segments, unindexed, searched, limit + RESERVE)
-        turns = self._read(key, found, unindexed)
+        turns = self._read(key, found[:limit], unindexed)
+        if any(f.position not in turns for f in found[:limit]):
+            turns |= self._read(key, found[limit:], unindexed)
         budget = self._settings.history_message_max_tokens
         passages = [
             {"turn": turn_view(passage(turns[f.position], query, budget)), "score": f.score}

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from memory_core.recall import best, term_counts, terms
 from memory_core.turns import Turn, TurnPosition
 
 FAN_IN = 8
@@ -80,6 +79,10 @@ def unpack(packed: str) -> dict[int, int]:
 
 def segment_of(turns: Iterable[Turn]) -> Segment:
     """The segment of these turns (a compaction's, folded), oldest first."""
+    # Imported here, as in `search`: the converse Lambda loads this module with its store,
+    # and its cold start need not load recall's terms (docs/decisions.md, "Cold start").
+    from memory_core.recall import term_counts  # noqa: PLC0415
+
     ordered = sorted(turns, key=lambda turn: turn.position)
     inverted: dict[str, dict[int, int]] = {}
     lengths: list[int] = []
@@ -183,6 +186,8 @@ def search(
 ) -> list[Found]:
     """The best `limit` turns for the query, by BM25 over every turn `keep` takes: those of
     the segments and the unindexed ones (read whole), each counted once."""
+    from memory_core.recall import best, term_counts, terms  # noqa: PLC0415 (see segment_of)
+
     wanted = sorted(set(terms(query)))
     if not wanted:
         return []

@@ -22,8 +22,10 @@ from bench import (
     local_runner,
     prompt_cost,
     prompt_tokens,
+    recall,
     window_vs_langchain,
 )
+from bench.dynamodb_reads import UNFOLDED_TURNS
 from memory_core.settings import load_settings
 
 SETTINGS = load_settings({})
@@ -123,6 +125,15 @@ def test_one_compaction_folds_the_same_ten_turns_early_and_late():
     assert figures["turns_folded_per_compaction"] == 2 * fold.UNFOLDED_PAIRS
     assert positive_number(figures["summariser_input_growth_20_to_60_turns"])
     assert figures["summariser_input_tokens_at_60"] < figures["whole_transcript_tokens_at_60"]
+
+
+def test_recall_is_timed_through_the_handler_on_an_indexed_conversation():
+    figures = recall.run(turns=300, recalls=3)
+    assert figures["folds"] == -(-(300 - UNFOLDED_TURNS) // recall.TURNS_PER_FOLD)
+    assert positive_number(figures["p50_ms_at_300_turns"])
+    assert figures["recalls_with_a_passage"] == 3
+    assert 0 < figures["index_items_read_per_recall"] < figures["index_items_stored"]
+    assert positive_number(figures["scan_and_rank_ms_without_index"])
 
 
 def test_the_local_runner_is_driven_over_http_and_stopped():

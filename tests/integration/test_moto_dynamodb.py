@@ -347,3 +347,34 @@ def test_a_query_on_a_sort_key_range_tests_that_range_not_the_partition(dynamodb
     assert [item["SK"]["S"] for item in answer["Items"]] == [f"T#{i}" for i in range(100, 105)]
     # The run, and the item on either side of it, which moto tests and leaves out.
     assert sorted(tested) == [f"T#{i:03d}" for i in range(99, 106)]
+
+
+def test_a_write_between_two_queries_is_seen_by_the_second(dynamodb):
+    def keys() -> list[str]:
+        answer = dynamodb.query(
+            TableName="fixed",
+            KeyConditionExpression="PK = :p AND begins_with(SK, :s)",
+            ExpressionAttributeValues={":p": {"S": "mine"}, ":s": {"S": "T#"}},
+        )
+        return [item["SK"]["S"] for item in answer["Items"]]
+
+    def key(sort_key: str) -> dict[str, Any]:
+        return {"PK": {"S": "mine"}, "SK": {"S": sort_key}}
+
+    dynamodb.put_item(TableName="fixed", Item=key("T#2"))
+    assert keys() == ["T#2"]
+    dynamodb.put_item(TableName="fixed", Item=key("T#1"))
+    assert keys() == ["T#1", "T#2"]
+    dynamodb.update_item(
+        TableName="fixed",
+        Key=key("T#3"),
+        UpdateExpression="SET n = :n",
+        ExpressionAttributeValues={":n": {"N": "1"}},
+    )
+    assert keys() == ["T#1", "T#2", "T#3"]
+    dynamodb.delete_item(TableName="fixed", Key=key("T#2"))
+    assert keys() == ["T#1", "T#3"]
+    dynamodb.transact_write_items(
+        TransactItems=[{"Put": {"TableName": "fixed", "Item": key("T#0")}}]
+    )
+    assert keys() == ["T#0", "T#1", "T#3"]

@@ -11,7 +11,7 @@ import pytest
 from local.proxy_events import LambdaContextStandIn
 from memory_core.recall import rank
 from memory_core.turns import Turn
-from tests.integration.conftest import AGENT_ROLE, Api, minutes_ago
+from tests.integration.conftest import AGENT_ROLE, TABLE, Api, minutes_ago
 
 CONTEXT = LambdaContextStandIn(function_name="compactor-local")
 CLAUSE = (
@@ -274,3 +274,41 @@ def test_the_direct_invocation_recalls_as_the_route_does(api):
     refused = api.handler.lambda_handler({**event, "limit": 0}, CONTEXT)
     assert refused["statusCode"] == 400
     assert refused["error"]["message"].startswith("limit")
+
+
+def test_a_turn_deleted_since_it_was_indexed_gives_its_place_to_the_next(api):
+    for n in range(6):
+        api.converse(
+            f"clause {n} of the lease " + "x" * 2000,
+            tenant="roomy",
+            sent_at=minutes_ago(90 - n),
+            message_id=f"m{n}",
+        )
+    fold_all(api)
+    _, before = recall(api, {"query": "clause lease", "limit": 2})
+    gone = before["passages"][0]["turn"]["id"]
+    [item] = [i for i in api.turn_items() if i.get("turnId", {}).get("S") == gone]
+    api.dynamodb.delete_item(TableName=TABLE, Key={"PK": item["PK"], "SK": item["SK"]})
+
+    status, after = recall(api, {"query": "clause lease", "limit": 2})
+
+    assert status == 200, after
+    ids = [p["turn"]["id"] for p in after["passages"]]
+    assert gone not in ids
+    assert len(ids) == 2
+
+
+def test_a_fold_whose_index_write_fails_stands_and_the_failure_is_reported(api, monkeypatch, logs):
+    talk(api, 30, first=CLAUSE)
+    compactor = api.compactor()
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("throttled")
+
+    monkeypatch.setattr(compactor.STORE, "index_fold", refused)
+    answer = compactor.lambda_handler({"Records": api.received()}, CONTEXT)
+
+    assert answer == {"batchItemFailures": []}
+    assert api.memory_item(tenant="roomy"), "the fold did not stand"
+    assert segment_keys(api) == []
+    assert "recall_index_failed" in logs.getvalue()

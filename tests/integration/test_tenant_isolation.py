@@ -26,8 +26,12 @@ def test_a_mapped_caller_acts_for_its_tenant(guarded):
         lambda api, who: api.request("GET", "/v1/tenants/other/contacts/c1/turns", caller=who),
         lambda api, who: api.request("GET", "/v1/tenants/other/contacts", caller=who),
         lambda api, who: api.request("DELETE", "/v1/tenants/other/contacts/c1", caller=who),
+        lambda api, who: api.request("GET", "/v1/tenants/other/contacts/c1/window", caller=who),
+        lambda api, who: api.request(
+            "POST", "/v1/tenants/other/contacts/c1/recall", {"query": "secret"}, caller=who
+        ),
     ],
-    ids=["converse", "record", "memory", "export", "contacts", "erase"],
+    ids=["converse", "record", "memory", "export", "contacts", "erase", "window", "recall"],
 )
 def test_a_caller_of_tenant_a_asking_for_tenant_b_gets_403_and_nothing_is_touched(
     guarded, request_for
@@ -55,3 +59,8 @@ def test_conversations_of_two_tenants_never_mix(api):
     _, body = api.converse("what did I say?", tenant="roomy", contact="same-contact")
     assert body["history"] == []
     assert body["turnCount"] == 1
+    for tenant, found in (("roomy", []), ("acme", [[{"text": "acme's secret"}]])):
+        _, recalled = api.request(
+            "POST", f"/v1/tenants/{tenant}/contacts/same-contact/recall", {"query": "secret"}
+        )
+        assert [p["turn"]["content"] for p in recalled["passages"]] == found
