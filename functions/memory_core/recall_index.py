@@ -20,11 +20,16 @@ words beside the segments (`search`), so every retained turn is found.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from memory_core.turns import Turn, TurnPosition
+
+if TYPE_CHECKING:
+    from memory_core.recall import TermCounts
 
 FAN_IN = 8
 """Segments of one level merged into one of the next."""
@@ -185,41 +190,88 @@ def search(
     limit: int,
 ) -> list[Found]:
     """The best `limit` turns for the query, by BM25 over every turn `keep` takes: those of
-    the segments and the unindexed ones (read whole), each counted once."""
+    the segments and the unindexed ones (read whole), each counted once.
+
+    `keep` refuses turns older than some position and takes the rest (the history
+    range and an erase's fence both cut by `sentAt`): in a segment, whose turns are
+    in order, the kept ones are found by bisection and taken as a run.
+    """
     from memory_core.recall import best, term_counts, terms  # noqa: PLC0415 (see segment_of)
 
     wanted = sorted(set(terms(query)))
     if not wanted:
         return []
-    positions: list[TurnPosition] = []
-    lengths: list[int] = []
-    frequencies: dict[str, dict[int, int]] = {term: {} for term in wanted}
-    seen: set[TurnPosition] = set()
+    documents = _Documents(wanted, keep)
     for turn in unindexed:
-        if turn.position in seen or not keep(turn.position):
-            continue
-        seen.add(turn.position)
-        counted = term_counts(turn)
-        at = len(positions)
-        positions.append(turn.position)
-        lengths.append(counted.length)
-        for term in wanted:
+        documents.add_turn(turn.position, term_counts(turn))
+    for segment in reversed(segments):  # a turn in two segments counts as the newer wrote it
+        documents.add_segment(segment)
+    if not documents.positions:
+        return []
+    ranked = best(documents.positions, documents.lengths, documents.frequencies, limit)
+    return [Found(documents.positions[i], score) for i, score in ranked]
+
+
+class _Documents:
+    """What BM25 reads of the searched turns: each turn's position, its length and its
+    count of each wanted term (`frequencies[term][index]`), each turn once."""
+
+    def __init__(self, wanted: Sequence[str], keep: Callable[[TurnPosition], bool]) -> None:
+        self.wanted = wanted
+        self.keep = keep
+        self.positions: list[TurnPosition] = []
+        self.lengths: list[int] = []
+        self.frequencies: dict[str, dict[int, int]] = {term: {} for term in wanted}
+        self.seen: set[TurnPosition] = set()
+
+    def add_turn(self, position: TurnPosition, counted: TermCounts) -> None:
+        if position in self.seen or not self.keep(position):
+            return
+        self.seen.add(position)
+        at = len(self.positions)
+        self.positions.append(position)
+        self.lengths.append(counted.length)
+        for term in self.wanted:
             count = counted.counts.get(term)
             if count:
-                frequencies[term][at] = count
-    for segment in reversed(segments):  # a turn in two segments counts as the newer wrote it
-        places: dict[int, int] = {}
-        for index, position in enumerate(segment.positions):
-            if position not in seen and keep(position):
-                seen.add(position)
-                places[index] = len(positions)
-                positions.append(position)
-                lengths.append(segment.lengths[index])
-        for term in wanted:
+                self.frequencies[term][at] = count
+
+    def add_segment(self, segment: Segment) -> None:
+        start = _first_kept(segment.positions, self.keep)
+        kept = segment.positions[start:]
+        if self.seen.isdisjoint(kept):  # the usual case, each turn in one segment: a run
+            offset = len(self.positions) - start
+            self.positions.extend(kept)
+            self.lengths.extend(segment.lengths[start:])
+            self.seen.update(kept)
+            place: Callable[[int], int | None] = _shifted(offset, start)
+        else:
+            places: dict[int, int] = {}
+            for index in range(start, len(segment.positions)):
+                position = segment.positions[index]
+                if position not in self.seen:
+                    self.seen.add(position)
+                    places[index] = len(self.positions)
+                    self.positions.append(position)
+                    self.lengths.append(segment.lengths[index])
+            place = places.get
+        for term in self.wanted:
+            found = self.frequencies[term]
             for index, count in segment.counts_of(term).items():
-                place = places.get(index)
-                if place is not None:
-                    frequencies[term][place] = count
-    if not positions:
-        return []
-    return [Found(positions[i], score) for i, score in best(positions, lengths, frequencies, limit)]
+                at = place(index)
+                if at is not None:
+                    found[at] = count
+
+
+def _shifted(offset: int, start: int) -> Callable[[int], int | None]:
+    """A run's places: a segment's turn `index` (from `start` on) at `offset + index`."""
+
+    def place(index: int) -> int | None:
+        return offset + index if index >= start else None
+
+    return place
+
+
+def _first_kept(positions: Sequence[TurnPosition], keep: Callable[[TurnPosition], bool]) -> int:
+    """Where the kept turns of a segment start: `keep` refuses the older turns only."""
+    return bisect_left(range(len(positions)), True, key=lambda index: keep(positions[index]))

@@ -83,6 +83,19 @@ def test_a_segment_cut_into_parts_ranks_as_the_whole(case, query, parts):
     assert searched(query, pieces, [], MAX_LIMIT) == ranked(query, turns, MAX_LIMIT)
 
 
+@settings(max_examples=200)
+@given(split_conversations(), query_strategy, st.integers(0, 25), st.booleans())
+def test_a_history_range_cut_anywhere_ranks_the_turns_from_the_cut_on(case, query, cut, overlap):
+    turns, segments, tail = case
+    if overlap and segments:  # a turn both in a segment and read whole: counted once
+        tail = [*turns[: len(segments[0].positions)], *tail]
+    oldest = turns[min(cut, len(turns) - 1)].position
+
+    found = searched(query, segments, tail, MAX_LIMIT, keep=lambda p: p >= oldest)
+
+    assert found == ranked(query, [t for t in turns if t.position >= oldest], MAX_LIMIT)
+
+
 @given(st.dictionaries(st.integers(0, 10_000), st.integers(1, 50)))
 def test_postings_pack_and_unpack_to_the_same_counts(counts):
     assert unpack(pack(counts)) == counts
