@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -141,12 +141,19 @@ class DynamoDBRecallIndex(DynamoDBTable):
     def _names(self, key: ConversationKey) -> list[SegmentName]:
         return sorted({name for name, _ in self._query_levels(key, False)})
 
-    def _read(self, key: ConversationKey, names: Iterable[SegmentName]) -> list[Segment]:
+    def _read(self, key: ConversationKey, names: Sequence[SegmentName]) -> list[Segment]:
+        """These segments (of one level, oldest first), every part: one Query of their range."""
         wanted = set(names)
+        items = self._query(
+            key,
+            segment_sort_key(names[0]),
+            segment_sort_key(names[-1], part=999),
+            with_bodies=True,
+        )
         return [
             decode(item[BODY_ATTRIBUTE]["B"])
-            for name, item in self._query_levels(key, True)
-            if name in wanted
+            for item in items
+            if segment_name_of(item["SK"]["S"]) in wanted
         ]
 
     def _query_levels(

@@ -3,6 +3,8 @@ turns, from recall's index and the unfolded turns; isolation, refusals, nothing 
 
 from __future__ import annotations
 
+import sys
+import zlib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -312,3 +314,48 @@ def test_a_fold_whose_index_write_fails_stands_and_the_failure_is_reported(api, 
     assert api.memory_item(tenant="roomy"), "the fold did not stand"
     assert segment_keys(api) == []
     assert "recall_index_failed" in logs.getvalue()
+
+
+def test_segments_too_large_for_an_item_are_written_in_parts_and_read_whole(api, monkeypatch):
+    index_module = sys.modules["adapters.dynamodb_recall_index"]
+    monkeypatch.setattr(index_module, "SEGMENT_MAX_BYTES", 700)
+    for batch in range(9):
+        talk(
+            api,
+            8,
+            prefix=f"b{batch}-",
+            start_minutes_ago=600 - 50 * batch,
+            first=f"batch {batch} opened with invoice INV-20{batch}1 for the warehouse",
+        )
+        fold_all(api)
+    keys = segment_keys(api)
+    assert any(key.endswith("#001") for key in keys), keys
+    query = "invoice warehouse schedule"
+
+    status, body = recall(api, {"query": query, "limit": 20})
+
+    assert status == 200, body
+    expected = rank(query, exported_turns(api), 20)
+    assert [(p["turn"]["id"], p["score"]) for p in body["passages"]] == [
+        (s.turn.id, s.score) for s in expected
+    ]
+
+
+def test_a_merge_without_its_first_part_is_not_read_and_what_it_merged_still_is(api):
+    talk(api, 30, first=CLAUSE)
+    fold_all(api)
+    [level0] = [k for k in segment_keys(api) if k.startswith("RECALL#0#")]
+    unfinished = level0.replace("RECALL#0#", "RECALL#1#").replace("#000", "#001")
+    api.dynamodb.put_item(
+        TableName=TABLE,
+        Item={
+            "PK": {"S": "TENANT#roomy#CONTACT#c1"},
+            "SK": {"S": unfinished},
+            "segment": {"B": zlib.compress(b'{"turns":[],"postings":{}}')},
+        },
+    )
+
+    status, body = recall(api, {"query": "indemnify"})
+
+    assert status == 200, body
+    assert body["passages"][0]["turn"]["content"] == [{"text": CLAUSE}]
